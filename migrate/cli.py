@@ -1,0 +1,71 @@
+"""The ``kmigrate`` command line.
+
+Thin by design: each command module in ``migrate/commands`` parses options, calls one core or
+runner function and renders the result. Typed errors become one line on stderr and an exit code
+(see ``migrate.errors``); nothing below this module calls ``sys.exit`` or ``print``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from migrate import __version__
+from migrate.commands import sandbox as sandbox_cmd
+from migrate.errors import EXIT_BAD_INPUT, KmigrateError
+
+app = typer.Typer(
+    name="kmigrate",
+    help="Move a live Kafka cluster and its ZooKeeper ensemble to new nodes with zero downtime, "
+    "resumably, and prove that no record was lost.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+# One line per command group; each module owns its own options.
+app.add_typer(sandbox_cmd.app, name="sandbox")
+
+
+def _version(value: bool) -> None:
+    if value:
+        Console().print(f"kmigrate {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Move a live Kafka cluster and its ZooKeeper ensemble to new nodes with zero downtime."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: run the app and map typed errors to exit codes."""
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        app(args=argv, standalone_mode=False)
+    except KmigrateError as exc:
+        err.print(f"kmigrate: error: {exc.message}", markup=False)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err.print("kmigrate: aborted", markup=False)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        err.print("kmigrate: interrupted", markup=False)
+        sys.exit(130)
+    except Exception as exc:  # click usage errors
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code if exc.exit_code else EXIT_BAD_INPUT)
+        raise
+    sys.exit(0)
