@@ -1,0 +1,151 @@
+"""``kmigrate sandbox``: a real local ZooKeeper ensemble and Kafka cluster, for trying kmigrate and for tests."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
+from migrate.errors import BadInput
+from migrate.sandbox import Sandbox, SandboxSpec
+
+app = typer.Typer(help="Run a real local Kafka + ZooKeeper cluster (one process per node, node N on 127.0.0.N).",
+                  no_args_is_help=True)
+
+DIR_OPTION = typer.Option(None, "--dir", help="Sandbox directory (default: $KMIGRATE_SANDBOX_DIR or ~/.cache/kmigrate/sandbox).")
+
+
+def _ids(explicit: Optional[str], count: int, first: int, option: str) -> tuple[int, ...]:
+    if explicit:
+        return parse_id_list(explicit, option)
+    if count < 0:
+        raise BadInput(f"{option.replace('-ids', 's')} {count}: give a count of 0 or more")
+    return tuple(range(first, first + count))
+
+
+@app.command("up")
+def up(
+    zookeepers: int = typer.Option(3, "--zookeepers", help="ZooKeeper voters to start."),
+    brokers: int = typer.Option(3, "--brokers", help="Brokers to start (the old brokers of a migration)."),
+    spare_zookeepers: int = typer.Option(0, "--spare-zookeepers", help="ZooKeeper joiners, started as observers."),
+    spare_brokers: int = typer.Option(0, "--spare-brokers", help="New brokers, started empty."),
+    zookeeper_ids: Optional[str] = typer.Option(None, "--zookeeper-ids", help="Voter ids instead of 1..N, e.g. 11,12,13."),
+    spare_zookeeper_ids: Optional[str] = typer.Option(None, "--spare-zookeeper-ids", help="Joiner ids (greater than every voter id)."),
+    broker_ids: Optional[str] = typer.Option(None, "--broker-ids", help="Broker ids instead of 1..N, e.g. 101,205,310."),
+    spare_broker_ids: Optional[str] = typer.Option(None, "--spare-broker-ids", help="Spare broker ids."),
+    ip_prefix: str = typer.Option("127.0.0", "--ip-prefix", help="Node i listens on <prefix>.i."),
+    zookeeper_port: int = typer.Option(2181, "--zookeeper-port", help="ZooKeeper client port on every node."),
+    kafka_port: int = typer.Option(9092, "--kafka-port", help="Kafka listener port on every node."),
+    chroot: str = typer.Option("", "--chroot", help="ZooKeeper chroot for Kafka, e.g. /kafka."),
+    directory: Optional[Path] = DIR_OPTION,
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Start a ZooKeeper ensemble and Kafka brokers, with spare nodes for a migration, and wait until ready."""
+    zk_ids = _ids(zookeeper_ids, zookeepers, 1, "--zookeeper-ids")
+    spec = SandboxSpec(
+        zookeeper_ids=zk_ids,
+        spare_zookeeper_ids=_ids(spare_zookeeper_ids, spare_zookeepers, max(zk_ids, default=0) + 1, "--spare-zookeeper-ids"),
+        broker_ids=(b_ids := _ids(broker_ids, brokers, 1, "--broker-ids")),
+        spare_broker_ids=_ids(spare_broker_ids, spare_brokers, max(b_ids, default=0) + 1, "--spare-broker-ids"),
+        ip_prefix=ip_prefix,
+        zookeeper_client_port=zookeeper_port,
+        kafka_port=kafka_port,
+        chroot=chroot,
+    )
+    sandbox = Sandbox(directory)
+    started = time.monotonic()
+    if output == OutputFormat.text:
+        with console.status("starting the sandbox") as status:
+            sandbox.up(spec, progress=lambda msg: status.update(msg))
+    else:
+        sandbox.up(spec)
+    elapsed = time.monotonic() - started
+    if output == OutputFormat.json:
+        emit_json({"dir": str(sandbox.dir), "started_s": round(elapsed, 1), "env": sandbox.env(), "nodes": sandbox.status()})
+        return
+    console.print(f"sandbox up in {elapsed:.1f} s ({sandbox.dir})")
+    _print_status(sandbox)
+    console.print("\n" + _env_lines(sandbox))
+
+
+def _env_lines(sandbox: Sandbox) -> str:
+    return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in sandbox.env().items())
+
+
+def _print_status(sandbox: Sandbox) -> None:
+    table = Table("node", "address", "pid", "role", "rack", "spare")
+    for row in sandbox.status():
+        table.add_row(row["name"], row["address"], str(row["pid"] or "-"), row["role"], row.get("rack", ""),
+                      "yes" if row["spare"] else "")
+    console.print(table)
+
+
+@app.command("status")
+def status(directory: Optional[Path] = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
+    """Show every node: address, pid, role (ZooKeeper leader/follower/observer, Kafka controller)."""
+    sandbox = Sandbox(directory)
+    if not sandbox.exists:
+        raise BadInput(f"no sandbox in {sandbox.dir}: start one with kmigrate sandbox up")
+    if output == OutputFormat.json:
+        emit_json({"dir": str(sandbox.dir), "nodes": sandbox.status()})
+    else:
+        _print_status(sandbox)
+
+
+@app.command("env")
+def env(directory: Optional[Path] = DIR_OPTION) -> None:
+    """Print the bootstrap servers and ZooKeeper connect string as shell exports."""
+    sandbox = Sandbox(directory)
+    if not sandbox.exists:
+        raise BadInput(f"no sandbox in {sandbox.dir}: start one with kmigrate sandbox up")
+    typer.echo(_env_lines(sandbox))
+
+
+@app.command("down")
+def down(directory: Optional[Path] = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
+    """Stop every process the sandbox started."""
+    sandbox = Sandbox(directory)
+    stopped = sandbox.down()
+    left = sandbox.running() if sandbox.exists else []
+    if output == OutputFormat.json:
+        emit_json({"stopped_pids": stopped, "still_running": left})
+    else:
+        console.print(f"stopped {len(stopped)} process(es)" + (f"; still running: {', '.join(left)}" if left else ""))
+
+
+def _node_command(verb: str, doc: str):
+    def command(node: str = typer.Argument(..., help="Node name, e.g. kafka-4 or zookeeper-2."),
+                directory: Optional[Path] = DIR_OPTION) -> None:
+        sandbox = Sandbox(directory)
+        getattr(sandbox, verb)(node)
+        err_console.print(f"{node}: {verb} done")
+
+    command.__doc__ = doc
+    return command
+
+
+for _verb, _doc in (
+    ("stop", "Stop one node gracefully."),
+    ("kill", "kill -9 one node."),
+    ("pause", "SIGSTOP one node (a hung host)."),
+    ("resume", "SIGCONT a paused node."),
+    ("start", "Start a stopped node and wait until it is ready."),
+    ("restart", "Restart one node and wait until it is ready."),
+):
+    app.command(_verb)(_node_command(_verb, _doc))
+
+
+@app.command("restart-broker")
+def restart_broker(
+    broker_id: int = typer.Argument(..., help="Broker id."),
+    zookeeper: Optional[str] = typer.Option(None, "--zookeeper", help="New zookeeper.connect for the broker."),
+    directory: Optional[Path] = DIR_OPTION,
+) -> None:
+    """Restart one broker, optionally with a new zookeeper.connect (a step of a rolling restart)."""
+    Sandbox(directory).restart_broker(broker_id, zookeeper)
+    err_console.print(f"kafka-{broker_id}: restarted")

@@ -1,0 +1,533 @@
+"""Start, inspect, fault and stop a real local Kafka + ZooKeeper cluster.
+
+Each node is one detached JVM process (its own session), so a sandbox outlives the command
+that started it. ``state.json`` in the sandbox directory records every node, its address and
+pid; it is written after each process starts, so ``down`` can clean up after a crash mid-``up``.
+A pid is only signalled when its command line names that node's directory (no stray kills
+after pid reuse).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import javaproperties
+
+from migrate.adapters import fourletter
+from migrate.errors import BadInput, StepFailed
+from migrate.sandbox.layout import BrokerNode, SandboxSpec, ZkNode, log4j_properties, server_properties, zoo_cfg
+from migrate.servers import KAFKA_MAIN, ZOOKEEPER_MAIN, Distribution, cache_dir, ensure_distribution
+
+STATE_FILE = "state.json"
+_QUIET = logging.getLogger("kmigrate.sandbox.librdkafka")  # librdkafka's connection noise while nodes start
+STATE_VERSION = 1
+
+
+def default_sandbox_dir() -> Path:
+    """$KMIGRATE_SANDBOX_DIR, else ``<kmigrate cache>/sandbox``."""
+    env = os.environ.get("KMIGRATE_SANDBOX_DIR")
+    return Path(env) if env else cache_dir() / "sandbox"
+
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _process_state(pid: int) -> str | None:
+    """The one-letter state of ``pid`` from /proc, or None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+@dataclass
+class NodeState:
+    kind: str  # "zookeeper" | "kafka"
+    id: int
+    host: str
+    dir: str
+    pid: int | None = None
+    spare: bool = False  # spare broker / ZooKeeper joiner
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}-{self.id}"
+
+
+class Sandbox:
+    """A sandbox cluster in ``directory``. Methods are safe to call from another process than the one that started it."""
+
+    def __init__(self, directory: Path | str | None = None):
+        self.dir = Path(directory) if directory else default_sandbox_dir()
+        self.spec: SandboxSpec | None = None
+        self.nodes: dict[str, NodeState] = {}
+        self._children: dict[int, subprocess.Popen] = {}
+        self._dist: Distribution | None = None
+        self.started_s: dict[str, float] = {}
+        if (self.dir / STATE_FILE).exists():
+            self._load()
+
+    # ----------------------------------------------------------------- state
+    def _load(self) -> None:
+        try:
+            raw = json.loads((self.dir / STATE_FILE).read_text())
+            if raw.get("version") != STATE_VERSION:
+                raise ValueError("version")
+            spec = dict(raw["spec"])
+            for key in ("zookeeper_ids", "spare_zookeeper_ids", "broker_ids", "spare_broker_ids"):
+                spec[key] = tuple(spec[key])
+            self.spec = SandboxSpec(**spec)
+            self.nodes = {n["kind"] + "-" + str(n["id"]): NodeState(**n) for n in raw["nodes"]}
+        except (ValueError, KeyError, TypeError) as exc:
+            raise BadInput(
+                f"{self.dir / STATE_FILE} is not a kmigrate sandbox state file ({exc}): remove it or choose another --dir"
+            ) from None
+
+    def _save(self) -> None:
+        assert self.spec is not None
+        self.dir.mkdir(parents=True, exist_ok=True)
+        raw = {"version": STATE_VERSION, "spec": asdict(self.spec), "nodes": [asdict(n) for n in self.nodes.values()]}
+        tmp = self.dir / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(raw, indent=2, sort_keys=True))
+        tmp.replace(self.dir / STATE_FILE)
+
+    @property
+    def exists(self) -> bool:
+        return self.spec is not None
+
+    def _require(self) -> SandboxSpec:
+        if self.spec is None:
+            raise BadInput(f"no sandbox in {self.dir}: start one with kmigrate sandbox up")
+        return self.spec
+
+    def node(self, name: str) -> NodeState:
+        """A node by name (``kafka-4``, ``zookeeper-2``); BadInput naming the known ones otherwise."""
+        self._require()
+        if name not in self.nodes:
+            raise BadInput(f"unknown node {name!r}: this sandbox has {', '.join(self.nodes)}")
+        return self.nodes[name]
+
+    @property
+    def dist(self) -> Distribution:
+        if self._dist is None:
+            self._dist = ensure_distribution()
+        return self._dist
+
+    # ------------------------------------------------------------- processes
+    def is_alive(self, name: str) -> bool:
+        node = self.nodes[name]
+        if node.pid is None:
+            return False
+        child = self._children.get(node.pid)
+        if child is not None and child.poll() is not None:
+            return False
+        state = _process_state(node.pid)
+        if state is None or state in ("Z", "X"):
+            return False
+        return node.dir in _cmdline(node.pid)
+
+    def running(self) -> list[str]:
+        return [name for name in self.nodes if self.is_alive(name)]
+
+    def _spawn(self, node: NodeState, command: list[str]) -> None:
+        out = open(Path(node.dir) / "stdout.log", "ab")
+        try:
+            proc = subprocess.Popen(
+                command, cwd=node.dir, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        finally:
+            out.close()
+        self._children[proc.pid] = proc
+        node.pid = proc.pid
+        self.started_s[node.name] = time.monotonic()
+        self._save()
+
+    def _signal(self, name: str, sig: int) -> None:
+        node = self.node(name)
+        if not self.is_alive(name):
+            raise BadInput(f"{name} is not running: start it with kmigrate sandbox restart {name}")
+        os.kill(node.pid, sig)  # type: ignore[arg-type]
+
+    def _wait_dead(self, name: str, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.is_alive(name):
+                self._reap(name)
+                return True
+            time.sleep(0.1)
+        return False
+
+    def _reap(self, name: str) -> None:
+        pid = self.nodes[name].pid
+        child = self._children.pop(pid, None) if pid is not None else None
+        if child is not None:
+            child.wait(timeout=5)
+
+    # ------------------------------------------------------------------- up
+    def up(self, spec: SandboxSpec, progress: Callable[[str], None] = lambda msg: None) -> None:
+        """Start the whole cluster and wait until every node is ready; on failure stop what was started."""
+        if self.exists and self.running():
+            raise BadInput(
+                f"a sandbox is already running in {self.dir} ({', '.join(self.running())}): "
+                "run kmigrate sandbox down first, or use another --dir"
+            )
+        self._check_ports(spec)
+        dist = self.dist
+        if self.dir.exists():
+            shutil.rmtree(self.dir)
+        self.dir.mkdir(parents=True)
+        self.spec = spec
+        self.nodes = {}
+        for z in spec.zookeepers:
+            self.nodes[z.name] = NodeState("zookeeper", z.id, z.host, str(self.dir / z.name), spare=z.joiner)
+        for b in spec.brokers:
+            self.nodes[b.name] = NodeState("kafka", b.id, b.host, str(self.dir / b.name), spare=b.spare)
+        self._save()
+        try:
+            voters = spec.voters()
+            progress(f"starting ZooKeeper voters {[z.id for z in voters]}")
+            for z in voters:
+                self._start_zookeeper(z, "\n".join(v.server_line("participant") for v in voters) + "\n", dist)
+            self.wait_zookeeper([z.name for z in voters], timeout_s=90)
+            joiners = [z for z in spec.zookeepers if z.joiner]
+            if joiners:
+                progress(f"starting ZooKeeper joiners {[z.id for z in joiners]} as observers")
+                self.start_joiners(joiners)
+            old = [b for b in spec.brokers if not b.spare]
+            progress(f"starting brokers {[b.id for b in old]}")
+            for b in old:
+                self._start_broker(b, spec.zookeeper_connect())
+            self.wait_brokers([b.name for b in old], timeout_s=180)
+            self._create_offsets_topic()
+            spares = [b for b in spec.brokers if b.spare]
+            if spares:
+                progress(f"starting spare brokers {[b.id for b in spares]}")
+                for b in spares:
+                    self._start_broker(b, spec.zookeeper_connect())
+                self.wait_brokers([b.name for b in spares], timeout_s=180)
+        except BaseException:
+            self.down()
+            raise
+
+    def _check_ports(self, spec: SandboxSpec) -> None:
+        wanted = [(z.host, p) for z in spec.zookeepers for p in (z.client_port, z.quorum_port, z.election_port)]
+        wanted += [(b.host, b.port) for b in spec.brokers]
+        for host, port in wanted:
+            if not _port_free(host, port):
+                raise BadInput(
+                    f"{host}:{port} is in use: stop what listens there, or pick other ports "
+                    "(--kafka-port, --zookeeper-port) or addresses (--ip-prefix)"
+                )
+
+    def committed_zookeeper_config(self) -> str:
+        """The committed dynamic config (``server.N=...`` lines and ``version=``) read from a running voter."""
+        from kazoo.client import KazooClient
+
+        spec = self._require()
+        hosts = ",".join(f"{z.host}:{z.client_port}" for z in spec.zookeepers if self.is_alive(z.name))
+        zk = KazooClient(hosts=hosts, timeout=10)
+        zk.start(timeout=30)
+        try:
+            data, _ = zk.get("/zookeeper/config")
+        finally:
+            zk.stop()
+            zk.close()
+        return data.decode()
+
+    def start_joiners(self, joiners: list[ZkNode]) -> None:
+        """Start ``joiners`` with the committed config plus every joiner as an observer; wait until they follow."""
+        committed = [ln for ln in self.committed_zookeeper_config().splitlines() if ln.startswith("server.")]
+        dynamic = "\n".join(committed + [j.server_line("observer") for j in joiners]) + "\n"
+        for j in joiners:
+            self._start_zookeeper(j, dynamic, self.dist)
+        self.wait_zookeeper([j.name for j in joiners], timeout_s=90)
+
+    def _start_zookeeper(self, z: ZkNode, dynamic: str, dist: Distribution) -> None:
+        spec = self._require()
+        node = self.nodes[z.name]
+        home = Path(node.dir)
+        (home / "data").mkdir(parents=True, exist_ok=True)
+        (home / "data" / "myid").write_text(f"{z.id}\n")
+        (home / "zoo.cfg.dynamic").write_text(dynamic)
+        (home / "zoo.cfg").write_text(zoo_cfg(str(home / "data"), str(home / "zoo.cfg.dynamic")))
+        (home / "log4j.properties").write_text(log4j_properties(str(home / "zookeeper.log")))
+        self._launch_zookeeper(node, spec, dist)
+
+    def _launch_zookeeper(self, node: NodeState, spec: SandboxSpec, dist: Distribution) -> None:
+        home = Path(node.dir)
+        opts = [
+            f"-Xmx{spec.zookeeper_heap_mb}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-XX:+ExitOnOutOfMemoryError", f"-Dlog4j.configuration=file:{home / 'log4j.properties'}",
+            f"-Dzookeeper.log.dir={home}", "-Dzookeeper.jmx.log4j.disable=true",
+        ]
+        self._spawn(node, dist.java_command(ZOOKEEPER_MAIN, [str(home / "zoo.cfg")], opts))
+
+    def _start_broker(self, b: BrokerNode, zookeeper_connect: str) -> None:
+        spec = self._require()
+        node = self.nodes[b.name]
+        home = Path(node.dir)
+        (home / "data").mkdir(parents=True, exist_ok=True)
+        props = server_properties(spec, b, str(home / "data"), zookeeper_connect)
+        with open(home / "server.properties", "w") as f:
+            javaproperties.dump(props, f, timestamp=False, sort_keys=True)
+        (home / "log4j.properties").write_text(log4j_properties(str(home / "server.log")))
+        self._launch_broker(node, spec, self.dist)
+
+    def _launch_broker(self, node: NodeState, spec: SandboxSpec, dist: Distribution) -> None:
+        home = Path(node.dir)
+        opts = [
+            f"-Xmx{spec.kafka_heap_mb}m", f"-Xms{spec.kafka_heap_mb}m", "-XX:+UseSerialGC",
+            "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
+            f"-Dlog4j.configuration=file:{home / 'log4j.properties'}", f"-Dkafka.logs.dir={home}",
+        ]
+        self._spawn(node, dist.java_command(KAFKA_MAIN, [str(home / "server.properties")], opts))
+
+    def broker_properties(self, broker_id: int) -> dict[str, str]:
+        with open(Path(self.node(f"kafka-{broker_id}").dir) / "server.properties") as f:
+            return javaproperties.load(f)
+
+    # -------------------------------------------------------------- readiness
+    def wait_zookeeper(self, names: list[str], timeout_s: float = 60) -> dict[str, fourletter.ServerStat]:
+        """Wait until each named server answers ``srvr`` with a mode (a quorum is formed for it)."""
+        deadline = time.monotonic() + timeout_s
+        ready: dict[str, fourletter.ServerStat] = {}
+        while True:
+            for name in names:
+                if name in ready:
+                    continue
+                node = self.nodes[name]
+                if not self.is_alive(name):
+                    raise StepFailed(f"{name} exited while starting: see {node.dir}/zookeeper.log")
+                try:
+                    ready[name] = fourletter.srvr(node.host, self.spec.zookeeper_client_port, timeout_s=2)
+                except (OSError, ValueError):
+                    pass
+            if len(ready) == len(names):
+                return ready
+            if time.monotonic() > deadline:
+                missing = [n for n in names if n not in ready]
+                raise StepFailed(f"ZooKeeper {', '.join(missing)} not serving after {timeout_s:.0f} s: see their zookeeper.log")
+            time.sleep(0.25)
+
+    def wait_brokers(self, names: list[str], timeout_s: float = 120) -> None:
+        """Wait until each broker is registered in ``/brokers/ids`` and answers metadata with its own id."""
+        from confluent_kafka.admin import AdminClient
+        from kazoo.client import KazooClient
+
+        spec = self._require()
+        deadline = time.monotonic() + timeout_s
+        zk = KazooClient(hosts=self.zookeeper_connect(), timeout=10)
+        zk.start(timeout=30)
+        try:
+            pending = list(names)
+            while pending:
+                for name in list(pending):
+                    node = self.nodes[name]
+                    if not self.is_alive(name):
+                        raise StepFailed(f"{name} exited while starting: see {node.dir}/server.log")
+                    if not zk.exists(f"/brokers/ids/{node.id}"):
+                        continue
+                    admin = AdminClient({"bootstrap.servers": f"{node.host}:{spec.kafka_port}", "socket.timeout.ms": 3000, "logger": _QUIET})
+                    try:
+                        md = admin.list_topics(timeout=3)
+                    except Exception:
+                        continue
+                    if node.id in md.brokers:
+                        pending.remove(name)
+                if pending:
+                    if time.monotonic() > deadline:
+                        raise StepFailed(f"{', '.join(pending)} not ready after {timeout_s:.0f} s: see their server.log")
+                    time.sleep(0.5)
+        finally:
+            zk.stop()
+            zk.close()
+
+    def _create_offsets_topic(self, timeout_s: float = 90) -> None:
+        """Have the old brokers create ``__consumer_offsets`` now, before spares start (spares hold no partitions)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self._require().bootstrap_servers(spare=False), "logger": _QUIET})
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("kmigrate-sandbox")])[
+                    "kmigrate-sandbox"
+                ].result(timeout=10)
+            except Exception:
+                pass
+            md = admin.list_topics(timeout=10)
+            topic = md.topics.get("__consumer_offsets")
+            if topic and topic.partitions and all(p.leader >= 0 for p in topic.partitions.values()):
+                return
+            time.sleep(0.5)
+        raise StepFailed("__consumer_offsets was not created in time: see the brokers' server.log")
+
+    # ------------------------------------------------------------- addresses
+    def zookeeper_connect(self, chroot: bool = False) -> str:
+        """Connect string of every ZooKeeper server of the sandbox that is running (voters and joiners)."""
+        spec = self._require()
+        live = [z for z in spec.zookeepers if self.is_alive(z.name)] or list(spec.zookeepers)
+        return ",".join(f"{z.host}:{z.client_port}" for z in live) + (spec.chroot if chroot else "")
+
+    def bootstrap_servers(self, spare: bool | None = None) -> str:
+        return self._require().bootstrap_servers(spare)
+
+    def env(self) -> dict[str, str]:
+        spec = self._require()
+        return {
+            "KAFKA_BOOTSTRAP_SERVERS": spec.bootstrap_servers(spare=False),
+            "KAFKA_NEW_BOOTSTRAP_SERVERS": spec.bootstrap_servers(spare=True),
+            "ZOOKEEPER_CONNECT": spec.zookeeper_connect(),
+            "KMIGRATE_SANDBOX_DIR": str(self.dir),
+        }
+
+    # ----------------------------------------------------------------- status
+    def status(self) -> list[dict]:
+        """One row per node: name, kind, id, address, pid, running, role (ZooKeeper mode, controller)."""
+        spec = self._require()
+        controller = self._controller_id()
+        rows = []
+        for name, node in self.nodes.items():
+            alive = self.is_alive(name)
+            row = {"name": name, "kind": node.kind, "id": node.id, "pid": node.pid if alive else None,
+                   "running": alive, "spare": node.spare}
+            if node.kind == "zookeeper":
+                row["address"] = f"{node.host}:{spec.zookeeper_client_port}"
+                role = "stopped"
+                if alive:
+                    try:
+                        role = fourletter.srvr(node.host, spec.zookeeper_client_port).mode
+                    except (OSError, ValueError):
+                        role = "not serving"
+                row["role"] = role
+            else:
+                row["address"] = f"{node.host}:{spec.kafka_port}"
+                row["rack"] = next(b.rack for b in spec.brokers if b.id == node.id)
+                row["role"] = ("controller" if controller == node.id else "broker") if alive else "stopped"
+            rows.append(row)
+        return rows
+
+    def _controller_id(self) -> int | None:
+        from kazoo.client import KazooClient
+        from kazoo.exceptions import NoNodeError
+
+        spec = self._require()
+        if not any(self.is_alive(z.name) for z in spec.zookeepers):
+            return None
+        zk = KazooClient(hosts=self.zookeeper_connect(chroot=True), timeout=5)
+        try:
+            zk.start(timeout=10)
+            data, _ = zk.get("/controller")
+            return int(json.loads(data)["brokerid"])
+        except (NoNodeError, ValueError, KeyError, Exception):
+            return None
+        finally:
+            zk.stop()
+            zk.close()
+
+    # -------------------------------------------------------- fault injection
+    def stop(self, name: str, timeout_s: float = 60) -> None:
+        """Stop a node gracefully (SIGTERM; SIGKILL after ``timeout_s``)."""
+        node = self.node(name)
+        if not self.is_alive(name):
+            return
+        os.kill(node.pid, signal.SIGCONT)  # a paused node cannot shut down
+        os.kill(node.pid, signal.SIGTERM)
+        if not self._wait_dead(name, timeout_s):
+            os.kill(node.pid, signal.SIGKILL)
+            self._wait_dead(name, 10)
+
+    def kill(self, name: str) -> None:
+        """kill -9 a node."""
+        self._signal(name, signal.SIGKILL)
+        self._wait_dead(name, 10)
+
+    def pause(self, name: str) -> None:
+        """SIGSTOP a node: it stays up but answers nothing (a hung host)."""
+        self._signal(name, signal.SIGSTOP)
+
+    def resume(self, name: str) -> None:
+        self._signal(name, signal.SIGCONT)
+
+    def start(self, name: str, wait: bool = True) -> None:
+        """Start a stopped node again with its current config files (ZooKeeper rewrites its own)."""
+        spec = self._require()
+        node = self.node(name)
+        if self.is_alive(name):
+            raise BadInput(f"{name} is already running (pid {node.pid})")
+        if node.kind == "zookeeper":
+            if not (Path(node.dir) / "zoo.cfg").exists():
+                raise BadInput(f"{name} was never started: it has no zoo.cfg")
+            self._launch_zookeeper(node, spec, self.dist)
+            if wait:
+                self.wait_zookeeper([name], timeout_s=90)
+        else:
+            self._launch_broker(node, spec, self.dist)
+            if wait:
+                self.wait_brokers([name], timeout_s=180)
+
+    def restart(self, name: str, wait: bool = True) -> None:
+        self.stop(name)
+        self.start(name, wait=wait)
+
+    def restart_broker(self, broker_id: int, zookeeper_connect: str | None = None, wait: bool = True) -> None:
+        """Restart one broker, optionally with a new ``zookeeper.connect`` (one step of a rolling restart)."""
+        name = f"kafka-{broker_id}"
+        node = self.node(name)
+        if zookeeper_connect is not None:
+            props = self.broker_properties(broker_id)
+            props["zookeeper.connect"] = zookeeper_connect
+            with open(Path(node.dir) / "server.properties", "w") as f:
+                javaproperties.dump(props, f, timestamp=False, sort_keys=True)
+        self.restart(name, wait=wait)
+
+    # ------------------------------------------------------------------ down
+    def down(self) -> list[int]:
+        """Stop every node this sandbox started (brokers first, then ZooKeeper); return the pids stopped."""
+        if not self.exists:
+            return []
+        stopped = []
+        names = [n for n, s in self.nodes.items() if s.kind == "kafka"] + [
+            n for n, s in self.nodes.items() if s.kind == "zookeeper"
+        ]
+        alive = [n for n in names if self.is_alive(n)]
+        brokers = [n for n in alive if self.nodes[n].kind == "kafka"]
+        # Brokers all at once: a controlled shutdown of each in turn is slow and buys nothing here.
+        for group in (brokers, [n for n in alive if n not in brokers]):
+            for name in group:
+                os.kill(self.nodes[name].pid, signal.SIGCONT)
+                os.kill(self.nodes[name].pid, signal.SIGTERM)
+            for name in group:
+                if not self._wait_dead(name, 30):
+                    os.kill(self.nodes[name].pid, signal.SIGKILL)
+                    self._wait_dead(name, 10)
+                stopped.append(self.nodes[name].pid)
+        self._save()
+        return stopped

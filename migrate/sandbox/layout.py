@@ -1,0 +1,219 @@
+"""Pure description of a sandbox: which node runs where, with which config files.
+
+Node addresses: the i-th ZooKeeper server and the i-th broker (1-based, in the order given,
+spares after the originals) listen on ``<ip_prefix>.i``, so configs read like a multi-host
+cluster with one ZooKeeper server and one broker per host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from migrate.errors import BadInput
+
+AVAILABILITY_DOMAINS = 3
+FAULT_DOMAINS = 3
+
+
+def rack_for(position: int) -> str:
+    """The ``broker.rack`` of the broker at 1-based ``position``, as in the migration procedure.
+
+    Positions 1..6 give AD-1/FD-1, AD-2/FD-1, AD-3/FD-1, AD-1/FD-2, AD-2/FD-2, AD-3/FD-2.
+    """
+    ad = (position - 1) % AVAILABILITY_DOMAINS + 1
+    fd = ((position - 1) // AVAILABILITY_DOMAINS) % FAULT_DOMAINS + 1
+    return f"AD-{ad}/FD-{fd}"
+
+
+@dataclass(frozen=True)
+class ZkNode:
+    id: int
+    host: str
+    client_port: int
+    quorum_port: int
+    election_port: int
+    joiner: bool  # started as a joiner (observer in its initial config), not a voter
+
+    @property
+    def name(self) -> str:
+        return f"zookeeper-{self.id}"
+
+    def server_line(self, role: str) -> str:
+        """ZooKeeper's dynamic config line, e.g. ``server.1=127.0.0.1:2888:3888:participant;127.0.0.1:2181``."""
+        return (
+            f"server.{self.id}={self.host}:{self.quorum_port}:{self.election_port}:{role};"
+            f"{self.host}:{self.client_port}"
+        )
+
+
+@dataclass(frozen=True)
+class BrokerNode:
+    id: int
+    host: str
+    port: int
+    rack: str
+    spare: bool  # a new broker for the migration: started with no partitions
+
+    @property
+    def name(self) -> str:
+        return f"kafka-{self.id}"
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """What ``kmigrate sandbox up`` starts."""
+
+    zookeeper_ids: tuple[int, ...] = (1, 2, 3)
+    spare_zookeeper_ids: tuple[int, ...] = ()
+    broker_ids: tuple[int, ...] = (1, 2, 3)
+    spare_broker_ids: tuple[int, ...] = ()
+    ip_prefix: str = "127.0.0"
+    zookeeper_client_port: int = 2181
+    zookeeper_quorum_port: int = 2888
+    zookeeper_election_port: int = 3888
+    kafka_port: int = 9092
+    chroot: str = ""  # e.g. "/kafka": brokers use <connect>/kafka
+    zookeeper_heap_mb: int = 96
+    kafka_heap_mb: int = 320
+    kafka_settings: dict[str, str] = field(default_factory=dict)  # extra server.properties
+
+    def __post_init__(self) -> None:
+        zk = self.zookeeper_ids + self.spare_zookeeper_ids
+        brokers = self.broker_ids + self.spare_broker_ids
+        if not self.zookeeper_ids:
+            raise BadInput("a sandbox needs at least one ZooKeeper server: use --zookeepers 1 or more")
+        if not self.broker_ids:
+            raise BadInput("a sandbox needs at least one broker: use --brokers 1 or more")
+        for what, ids in (("ZooKeeper", zk), ("broker", brokers)):
+            if len(set(ids)) != len(ids):
+                raise BadInput(f"{what} ids repeat in {list(ids)}: give each node its own id")
+            bad = [i for i in ids if i < 0 or (what == "ZooKeeper" and not 1 <= i <= 255)]
+            if bad:
+                raise BadInput(f"{what} id {bad[0]} is out of range: ZooKeeper ids are 1..255, broker ids >= 0")
+        if self.spare_zookeeper_ids and min(self.spare_zookeeper_ids) <= max(self.zookeeper_ids):
+            raise BadInput(
+                f"spare ZooKeeper ids {list(self.spare_zookeeper_ids)} must all be greater than every voter id "
+                f"{list(self.zookeeper_ids)}: ZooKeeper joiners need increasing ids"
+            )
+        if max(len(zk), len(brokers)) > 254:
+            raise BadInput("a sandbox has at most 254 nodes of each kind (one loopback address each)")
+        parts = self.ip_prefix.split(".")
+        if len(parts) != 3 or parts[0] != "127" or not all(p.isdigit() and 0 <= int(p) <= 255 for p in parts):
+            raise BadInput(f"--ip-prefix {self.ip_prefix!r} must be three octets of the loopback range, like 127.0.0")
+        if self.chroot and (not self.chroot.startswith("/") or self.chroot.endswith("/")):
+            raise BadInput(f"--chroot {self.chroot!r} must start with / and not end with /, like /kafka")
+
+    def host(self, position: int) -> str:
+        return f"{self.ip_prefix}.{position}"
+
+    @property
+    def zookeepers(self) -> tuple[ZkNode, ...]:
+        ids = self.zookeeper_ids + self.spare_zookeeper_ids
+        return tuple(
+            ZkNode(
+                id=i,
+                host=self.host(pos),
+                client_port=self.zookeeper_client_port,
+                quorum_port=self.zookeeper_quorum_port,
+                election_port=self.zookeeper_election_port,
+                joiner=i in self.spare_zookeeper_ids,
+            )
+            for pos, i in enumerate(ids, start=1)
+        )
+
+    @property
+    def brokers(self) -> tuple[BrokerNode, ...]:
+        ids = self.broker_ids + self.spare_broker_ids
+        return tuple(
+            BrokerNode(
+                id=i, host=self.host(pos), port=self.kafka_port, rack=rack_for(pos), spare=i in self.spare_broker_ids
+            )
+            for pos, i in enumerate(ids, start=1)
+        )
+
+    def voters(self) -> tuple[ZkNode, ...]:
+        return tuple(z for z in self.zookeepers if not z.joiner)
+
+    def zookeeper_connect(self, nodes: tuple[ZkNode, ...] | None = None) -> str:
+        """The connect string brokers use: the voters' client addresses plus the chroot."""
+        nodes = self.voters() if nodes is None else nodes
+        return ",".join(f"{z.host}:{z.client_port}" for z in nodes) + self.chroot
+
+    def bootstrap_servers(self, spare: bool | None = None) -> str:
+        return ",".join(b.address for b in self.brokers if spare is None or b.spare == spare)
+
+
+def zoo_cfg(data_dir: str, dynamic_file: str) -> str:
+    """The static zoo.cfg of a sandbox server: reconfig on, no standalone, 4lw words, no admin server."""
+    return "\n".join(
+        [
+            "tickTime=1000",
+            "initLimit=10",
+            "syncLimit=5",
+            f"dataDir={data_dir}",
+            "reconfigEnabled=true",
+            "standaloneEnabled=false",
+            f"dynamicConfigFile={dynamic_file}",
+            "4lw.commands.whitelist=srvr,mntr,conf,stat,ruok,cons,wchs",
+            "admin.enableServer=false",
+            "skipACL=yes",
+            "maxClientCnxns=0",
+            "",
+        ]
+    )
+
+
+def server_properties(spec: SandboxSpec, broker: BrokerNode, log_dir: str, zookeeper_connect: str) -> dict[str, str]:
+    """server.properties of a sandbox broker (ZooKeeper mode), modest thread counts and buffers."""
+    n = len(spec.broker_ids)
+    rf = str(min(3, n))
+    props = {
+        "broker.id": str(broker.id),
+        "listeners": f"PLAINTEXT://{broker.address}",
+        "advertised.listeners": f"PLAINTEXT://{broker.address}",
+        "log.dirs": log_dir,
+        "zookeeper.connect": zookeeper_connect,
+        "zookeeper.session.timeout.ms": "18000",
+        "zookeeper.connection.timeout.ms": "30000",
+        "broker.rack": broker.rack,
+        "num.partitions": "1",
+        "default.replication.factor": rf,
+        "offsets.topic.replication.factor": rf,
+        "offsets.topic.num.partitions": "10",
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": str(min(2, n)),
+        "transaction.state.log.num.partitions": "10",
+        "group.initial.rebalance.delay.ms": "0",
+        "num.network.threads": "2",
+        "num.io.threads": "4",
+        "background.threads": "4",
+        "num.recovery.threads.per.data.dir": "1",
+        "log.cleaner.threads": "1",
+        "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
+        "log.cleaner.backoff.ms": "2000",
+        "log.segment.bytes": str(64 * 1024 * 1024),
+        "controlled.shutdown.enable": "true",
+    }
+    props.update(spec.kafka_settings)
+    return props
+
+
+def log4j_properties(log_file: str) -> str:
+    return "\n".join(
+        [
+            "log4j.rootLogger=INFO, file",
+            "log4j.appender.file=org.apache.log4j.RollingFileAppender",
+            f"log4j.appender.file.File={log_file}",
+            "log4j.appender.file.MaxFileSize=50MB",
+            "log4j.appender.file.MaxBackupIndex=2",
+            "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
+            "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n",
+            "log4j.logger.kafka.request.logger=WARN",
+            "log4j.logger.org.apache.zookeeper.audit=WARN",
+            "",
+        ]
+    )

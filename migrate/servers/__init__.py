@@ -1,0 +1,142 @@
+"""The real Apache Kafka and ZooKeeper servers kmigrate runs locally (sandbox, tests, benchmarks).
+
+Jars come from Maven Central through the small Maven project beside this file, resolved once
+into a per-version directory of the user's cache and reused after. Java and Maven are checked
+first, with a message that says what to install.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from migrate.errors import BadInput, MissingTool
+
+KAFKA_VERSION = "3.9.2"
+ZOOKEEPER_VERSION = "3.8.6"
+
+# Stock Kafka tools, by the name of their shell script, mapped to their main class in the jars.
+KAFKA_TOOLS = {
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
+    "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "kafka-console-producer": "kafka.tools.ConsoleProducer",
+    "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
+    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
+    "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+}
+
+KAFKA_MAIN = "kafka.Kafka"
+ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+
+def cache_dir() -> Path:
+    """Where kmigrate keeps downloaded jars: $KMIGRATE_CACHE, else $XDG_CACHE_HOME/kmigrate, else ~/.cache/kmigrate."""
+    if os.environ.get("KMIGRATE_CACHE"):
+        return Path(os.environ["KMIGRATE_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kmigrate"
+
+
+def find_java() -> str:
+    """Path of the java executable ($JAVA_HOME/bin/java first), or MissingTool."""
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    java = shutil.which("java")
+    if not java:
+        raise MissingTool(
+            "java not found: install a JDK 17 or later (e.g. apt-get install openjdk-17-jdk-headless) "
+            "or set JAVA_HOME"
+        )
+    return java
+
+
+def _find_maven() -> str:
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise MissingTool(
+            "mvn not found: install Apache Maven (e.g. apt-get install maven) so kmigrate can fetch the "
+            "Kafka and ZooKeeper jars from Maven Central"
+        )
+    return mvn
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A resolved set of jars: one directory that is the classpath of every server and tool."""
+
+    kafka_version: str
+    zookeeper_version: str
+    lib_dir: Path
+
+    @property
+    def classpath(self) -> str:
+        return str(self.lib_dir / "*")
+
+    def java_command(self, main_class: str, args: list[str], jvm_opts: list[str] | None = None) -> list[str]:
+        return [find_java(), *(jvm_opts or []), "-cp", self.classpath, main_class, *args]
+
+    def tool_command(self, tool: str, args: list[str], jvm_opts: list[str] | None = None) -> list[str]:
+        """The command line of a stock Kafka tool, e.g. ``tool_command("kafka-topics", ["--list", ...])``."""
+        if tool not in KAFKA_TOOLS:
+            raise BadInput(f"unknown Kafka tool {tool!r}: choose one of {', '.join(sorted(KAFKA_TOOLS))}")
+        opts = jvm_opts or ["-Xmx512m", "-Dlog4j.configuration=file:/dev/null"]
+        return self.java_command(KAFKA_TOOLS[tool], args, opts)
+
+
+def fetch_maven_project(pom: Path, name: str, properties: dict[str, str], quiet: bool = True) -> Path:
+    """Resolve ``pom``'s runtime dependencies into ``<cache>/<name>/lib`` once; reuse it after.
+
+    Safe under concurrency (a file lock) and against a crash mid-fetch (a ``.complete`` marker
+    is written last; an incomplete directory is fetched again).
+    """
+    find_java()
+    root = cache_dir() / name
+    lib = root / "lib"
+    marker = root / ".complete"
+    if marker.exists():
+        return lib
+    mvn = _find_maven()
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists():
+            return lib
+        with tempfile.TemporaryDirectory(dir=root) as tmp:
+            work_pom = Path(tmp) / "pom.xml"
+            shutil.copyfile(pom, work_pom)
+            out = Path(tmp) / "lib"
+            cmd = [
+                mvn, "-B", *(["-q"] if quiet else []), "-f", str(work_pom),
+                "dependency:copy-dependencies", f"-DoutputDirectory={out}", "-DincludeScope=runtime",
+                *[f"-D{k}={v}" for k, v in sorted(properties.items())],
+            ]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "ERROR" in ln]
+                detail = lines[0] if lines else (proc.stdout + proc.stderr).strip()[-300:]
+                raise BadInput(f"Maven could not fetch the jars for {name}: {detail}")
+            if lib.exists():
+                shutil.rmtree(lib)
+            out.rename(lib)
+        marker.write_text("ok\n")
+    return lib
+
+
+def ensure_distribution(kafka_version: str = KAFKA_VERSION, zookeeper_version: str = ZOOKEEPER_VERSION) -> Distribution:
+    """The jars of Kafka ``kafka_version`` (with its stock tools) and ZooKeeper ``zookeeper_version``."""
+    name = f"servers/kafka-{kafka_version}_zookeeper-{zookeeper_version}"
+    lib = fetch_maven_project(
+        Path(__file__).with_name("pom.xml"),
+        name,
+        {"kafka.version": kafka_version, "zookeeper.version": zookeeper_version},
+    )
+    return Distribution(kafka_version, zookeeper_version, lib)
