@@ -85,6 +85,18 @@ def _print_status(sandbox: Sandbox) -> None:
     console.print(table)
 
 
+@app.command("fetch")
+def fetch(output: OutputFormat = OUTPUT_OPTION) -> None:
+    """Fetch the Kafka and ZooKeeper jars from Maven Central into the cache (done once; up does it too)."""
+    from migrate.servers import ensure_distribution
+
+    dist = ensure_distribution()
+    if output == OutputFormat.json:
+        emit_json({"kafka": dist.kafka_version, "zookeeper": dist.zookeeper_version, "lib": str(dist.lib_dir)})
+    else:
+        console.print(f"Kafka {dist.kafka_version} and ZooKeeper {dist.zookeeper_version} jars in {dist.lib_dir}")
+
+
 @app.command("status")
 def status(directory: Optional[Path] = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
     """Show every node: address, pid, role (ZooKeeper leader/follower/observer, Kafka controller)."""

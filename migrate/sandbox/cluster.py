@@ -220,6 +220,8 @@ class Sandbox:
                 progress(f"starting ZooKeeper joiners {[z.id for z in joiners]} as observers")
                 self.start_joiners(joiners)
             old = [b for b in spec.brokers if not b.spare]
+            if not old:  # a ZooKeeper-only sandbox
+                return
             progress(f"starting brokers {[b.id for b in old]}")
             for b in old:
                 self._start_broker(b, spec.zookeeper_connect())
@@ -342,7 +344,7 @@ class Sandbox:
 
         spec = self._require()
         deadline = time.monotonic() + timeout_s
-        zk = KazooClient(hosts=self.zookeeper_connect(), timeout=10)
+        zk = KazooClient(hosts=self.zookeeper_connect(chroot=True), timeout=10)
         zk.start(timeout=30)
         try:
             pending = list(names)

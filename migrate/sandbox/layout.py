@@ -86,8 +86,8 @@ class SandboxSpec:
         brokers = self.broker_ids + self.spare_broker_ids
         if not self.zookeeper_ids:
             raise BadInput("a sandbox needs at least one ZooKeeper server: use --zookeepers 1 or more")
-        if not self.broker_ids:
-            raise BadInput("a sandbox needs at least one broker: use --brokers 1 or more")
+        if self.spare_broker_ids and not self.broker_ids:
+            raise BadInput("spare brokers need at least one broker: use --brokers 1 or more")
         for what, ids in (("ZooKeeper", zk), ("broker", brokers)):
             if len(set(ids)) != len(ids):
                 raise BadInput(f"{what} ids repeat in {list(ids)}: give each node its own id")

@@ -1,0 +1,166 @@
+"""Issue 2: the sandbox starts real ZooKeeper and Kafka processes that behave like a real cluster."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
+
+from migrate.adapters import fourletter
+
+pytestmark = pytest.mark.integration
+
+SANDBOX = dict(zookeeper_ids=(1, 2, 3), spare_zookeeper_ids=(4, 5), broker_ids=(1, 2, 3), spare_broker_ids=(4, 5, 6))
+
+
+def _admin(cluster) -> AdminClient:
+    return AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})
+
+
+def _create_topic(cluster, name: str, partitions: int = 3, rf: int = 3, configs=None) -> None:
+    admin = _admin(cluster)
+    futures = admin.create_topics(
+        [NewTopic(name, partitions, rf, config=configs or {})], operation_timeout=30
+    )
+    futures[name].result(timeout=60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        md = admin.list_topics(name, timeout=10).topics[name]
+        if md.error is None and len(md.partitions) == partitions and all(p.leader >= 0 for p in md.partitions.values()):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"topic {name} has no leaders after 60 s")
+
+
+def _produce(cluster, topic: str, count: int, start: int = 0) -> int:
+    """Produce ``count`` records with acks=all and idempotence; return how many were acknowledged."""
+    acked = []
+    errors = []
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "all",
+                         "enable.idempotence": True, "linger.ms": 5})
+
+    def on_delivery(err, msg):
+        (errors if err else acked).append(err or msg.offset())
+
+    for i in range(start, start + count):
+        producer.produce(topic, key=str(i).encode(), value=f"value-{i}".encode(), on_delivery=on_delivery)
+        producer.poll(0)
+    remaining = producer.flush(120)
+    assert remaining == 0, f"{remaining} records still in flight after 120 s"
+    assert not errors, f"delivery errors: {errors[:3]}"
+    return len(acked)
+
+
+def _consume_all(cluster, topic: str, expected: int, timeout_s: float = 120) -> set[str]:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers(), "group.id": f"g-{topic}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    seen: set[str] = set()
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + timeout_s
+        while len(seen) < expected and time.monotonic() < deadline:
+            for msg in consumer.consume(1000, timeout=1.0):
+                if msg.error() is None:
+                    seen.add(msg.key().decode())
+    finally:
+        consumer.close()
+    return seen
+
+
+def _isr_full(cluster, topic: str) -> bool:
+    md = _admin(cluster).list_topics(topic, timeout=10).topics[topic]
+    return all(len(p.isrs) == len(p.replicas) for p in md.partitions.values())
+
+
+def test_brokers_have_racks_and_spares_hold_no_partitions(cluster):
+    """First in the module: before any test creates topics (which may land on the spares)."""
+    md = _admin(cluster).list_topics(timeout=10)
+    assert sorted(md.brokers) == [1, 2, 3, 4, 5, 6]
+    used = {r for t in md.topics.values() for p in t.partitions.values() for r in p.replicas}
+    assert used and used <= {1, 2, 3}
+    assert "__consumer_offsets" in md.topics
+    racks = {b: cluster.broker_properties(b)["broker.rack"] for b in range(1, 7)}
+    assert racks == {1: "AD-1/FD-1", 2: "AD-2/FD-1", 3: "AD-3/FD-1", 4: "AD-1/FD-2", 5: "AD-2/FD-2", 6: "AD-3/FD-2"}
+    for b in range(1, 7):
+        assert cluster.broker_properties(b)["listeners"] == f"PLAINTEXT://{cluster.spec.ip_prefix}.{b}:9092"
+
+
+def test_10000_records_with_acks_all_come_back(cluster, topic_name):
+    _create_topic(cluster, topic_name, partitions=3, rf=3, configs={"min.insync.replicas": "2"})
+    assert _produce(cluster, topic_name, 10_000) == 10_000
+    seen = _consume_all(cluster, topic_name, 10_000)
+    assert seen == {str(i) for i in range(10_000)}
+
+
+def test_producing_survives_a_killed_broker_and_isr_recovers(cluster, topic_name):
+    _create_topic(cluster, topic_name, partitions=3, rf=3, configs={"min.insync.replicas": "2"})
+    assert _produce(cluster, topic_name, 1_000) == 1_000
+    pid = cluster.nodes["kafka-2"].pid
+    cluster.kill("kafka-2")
+    assert not cluster.is_alive("kafka-2")
+    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(")")[1].split()[0] == "Z"
+    # With 2 of 3 replicas left and min.insync.replicas=2, acks=all writes still succeed.
+    assert _produce(cluster, topic_name, 1_000, start=1_000) == 1_000
+    cluster.start("kafka-2")
+    deadline = time.monotonic() + 120
+    while not _isr_full(cluster, topic_name):
+        assert time.monotonic() < deadline, "partitions did not return to full ISR within 120 s"
+        time.sleep(1)
+    assert _consume_all(cluster, topic_name, 2_000) == {str(i) for i in range(2_000)}
+
+
+def test_joiners_follow_without_voting(cluster):
+    for name in ("zookeeper-4", "zookeeper-5"):
+        node = cluster.nodes[name]
+        assert fourletter.srvr(node.host, cluster.spec.zookeeper_client_port).mode == "follower"
+    committed = cluster.committed_zookeeper_config()
+    servers = sorted(line.split("=")[0] for line in committed.splitlines() if line.startswith("server."))
+    assert servers == ["server.1", "server.2", "server.3"]
+    assert all(":participant;" in line for line in committed.splitlines() if line.startswith("server."))
+    modes = sorted(fourletter.srvr(cluster.nodes[f"zookeeper-{i}"].host, 2181).mode for i in (1, 2, 3))
+    assert modes == ["follower", "follower", "leader"]
+
+
+def test_status_names_leader_and_controller(cluster):
+    rows = {r["name"]: r for r in cluster.status()}
+    assert sum(r["role"] == "leader" for r in rows.values()) == 1
+    assert sum(r["role"] == "controller" for r in rows.values()) == 1
+    assert all(r["running"] for r in rows.values())
+
+
+def test_pause_and_resume_a_zookeeper_server(cluster):
+    follower = next(n for n in ("zookeeper-1", "zookeeper-2", "zookeeper-3")
+                    if fourletter.srvr(cluster.nodes[n].host, 2181).mode == "follower")
+    cluster.pause(follower)
+    with pytest.raises((OSError, ValueError)):
+        fourletter.srvr(cluster.nodes[follower].host, 2181, timeout_s=1)
+    zk = KazooClient(hosts=cluster.zookeeper_connect(), timeout=10)
+    zk.start(timeout=30)
+    try:  # two of three voters still form a quorum: writes commit
+        zk.create("/sandbox-pause-probe", b"x", ephemeral=True)
+    finally:
+        zk.stop()
+        zk.close()
+    cluster.resume(follower)
+    cluster.wait_zookeeper([follower], timeout_s=60)
+
+
+def test_rolling_restart_with_new_zookeeper_connect(cluster, topic_name):
+    _create_topic(cluster, topic_name, partitions=1, rf=3)
+    spec = cluster.spec
+    new_connect = ",".join(f"{z.host}:{z.client_port}" for z in spec.zookeepers)
+    cluster.restart_broker(3, zookeeper_connect=new_connect)
+    assert cluster.broker_properties(3)["zookeeper.connect"] == new_connect
+    admin = _admin(cluster)
+    from migrate.adapters.kafka import broker_static_configs
+
+    assert broker_static_configs(admin, [3], ("zookeeper.connect",))[3]["zookeeper.connect"] == new_connect
+    # The broker rejoined: the topic gets back to full ISR.
+    deadline = time.monotonic() + 120
+    while not _isr_full(cluster, topic_name):
+        assert time.monotonic() < deadline
+        time.sleep(1)
