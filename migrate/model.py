@@ -1,0 +1,676 @@
+"""The cluster snapshot: what kmigrate knows about a live cluster, as pure, frozen data.
+
+An inspect adapter fills a :class:`ClusterSnapshot` from ZooKeeper and Kafka;
+``kmigrate inspect -o cluster.json`` saves it with :func:`snapshot_to_json` and
+``kmigrate plan --cluster-file cluster.json`` loads it with :func:`snapshot_from_json`.
+The planner (``migrate.planner``) and the audit (``migrate.audit``) only read it.
+
+Nothing here does I/O or reads a clock. Dataclasses are frozen; their ``dict`` fields are
+never mutated by kmigrate (treat them as read-only mappings).
+
+Conventions (the adapter must follow them):
+
+* Broker ids, ZooKeeper server ids and partition numbers are ``int``.
+* Replica lists are tuples in Kafka's order: the first replica is the preferred leader.
+* A leader of ``None`` or ``-1`` means the partition is offline.
+* ``size_bytes`` is the size of the largest replica of the partition (``describe_log_dirs``),
+  ``None`` when unknown.
+* A broker's ``rack`` is the raw ``broker.rack`` string, e.g. ``"AD-1/FD-1"``; see :func:`parse_rack`.
+
+Example::
+
+    >>> parse_rack("AD-1/FD-2")
+    ('AD-1', 'FD-2')
+    >>> parse_connect("h1:2181,h2/kafka")
+    ((('h1', 2181), ('h2', 2181)), '/kafka')
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any, Iterable, Mapping
+
+from migrate.errors import BadInput
+
+FORMAT_VERSION = 1
+"""Version of the cluster-file format written by :func:`snapshot_to_json`."""
+
+SNAPSHOT_KIND = "kmigrate.cluster-snapshot"
+"""Marker stored in every cluster file so that a foreign JSON file is recognised."""
+
+DEFAULT_RACK_SEPARATOR = "/"
+
+ZK_ROLES = ("participant", "observer")
+ZK_MODES = ("leader", "follower", "observer", "standalone", "unreachable")
+
+
+@dataclass(frozen=True, slots=True)
+class ZkServer:
+    """One server of the ZooKeeper ensemble, as in a ``server.N=`` line of ``/zookeeper/config``.
+
+    ``server.4=10.0.0.4:2888:3888:participant;0.0.0.0:2181`` is
+    ``ZkServer(4, "10.0.0.4", 2888, 3888, 2181, "0.0.0.0", "participant")``.
+
+    ``client_host`` is the client-port address (``None``: not given; ZooKeeper then listens on
+    every address). ``role`` is ``"participant"`` (a voter) or ``"observer"``.
+    """
+
+    id: int
+    host: str
+    quorum_port: int = 2888
+    election_port: int = 3888
+    client_port: int = 2181
+    client_host: str | None = None
+    role: str = "participant"
+
+    @property
+    def client_address(self) -> str:
+        """``host:port`` clients use; a wildcard client host (0.0.0.0, ::) means ``host``."""
+        chost = self.client_host
+        if not chost or chost in ("0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"):
+            chost = self.host
+        return f"{chost}:{self.client_port}"
+
+    def spec(self, role: str | None = None) -> str:
+        """The dynamic-config line, e.g. ``server.4=h4:2888:3888:participant;h4:2181``.
+
+        The client address is ``client_host`` when given, else ``host`` (binding a specific
+        address lets several servers share a machine, as in the sandbox).
+        """
+        chost = self.client_host or self.host
+        return (
+            f"server.{self.id}={self.host}:{self.quorum_port}:{self.election_port}:"
+            f"{role or self.role};{chost}:{self.client_port}"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ZkEnsemble:
+    """The ZooKeeper ensemble as seen by kmigrate.
+
+    * ``connect``: the connect string in use, may carry a chroot (``h1:2181,h2:2181/kafka``).
+    * ``config_version``: the committed dynamic-config version as an ``int``
+      (``/zookeeper/config`` shows it in hex: ``version=100000000`` is ``0x100000000``);
+      ``None`` when unknown.
+    * ``servers``: the servers of the committed configuration, sorted by id.
+    * ``reconfig_enabled``: ``reconfigEnabled`` of the servers (``None``: unknown).
+    * ``server_versions``: server id -> ZooKeeper version, e.g. ``{1: "3.8.6"}``.
+    * ``server_modes``: server id -> ``leader|follower|observer|standalone|unreachable``.
+    """
+
+    connect: str
+    config_version: int | None = None
+    servers: tuple[ZkServer, ...] = ()
+    reconfig_enabled: bool | None = None
+    server_versions: Mapping[int, str] = field(default_factory=dict)
+    server_modes: Mapping[int, str] = field(default_factory=dict)
+
+    @property
+    def participants(self) -> tuple[int, ...]:
+        """Ids of the voting members, sorted."""
+        return tuple(sorted(s.id for s in self.servers if s.role == "participant"))
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    """A Kafka broker.
+
+    ``rack`` is the raw ``broker.rack`` (``None`` if unset); ``version`` the Kafka version when
+    known (``"3.9.0"``); ``zookeeper_connect`` the broker's static ``zookeeper.connect``
+    (``describe_configs``), ``None`` when unknown; ``alive`` is True when the broker is
+    registered in ZooKeeper (``/brokers/ids/N``). An adapter may list brokers that host replicas
+    but are not registered with ``alive=False``.
+    """
+
+    id: int
+    host: str
+    port: int
+    rack: str | None = None
+    version: str | None = None
+    zookeeper_connect: str | None = None
+    alive: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """One partition: ``replicas`` in order (first = preferred leader), ``isr``, ``leader``
+    (``None`` or ``-1`` = offline) and ``size_bytes`` (largest replica; ``None`` = unknown)."""
+
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int | None
+    size_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    """A topic. ``configs`` holds topic configs as strings (at least ``min.insync.replicas``,
+    ``unclean.leader.election.enable`` and ``cleanup.policy`` when known; effective values,
+    defaults included, are best). ``partitions`` are sorted by partition number."""
+
+    name: str
+    internal: bool = False
+    configs: Mapping[str, str] = field(default_factory=dict)
+    partitions: tuple[Partition, ...] = ()
+
+    @property
+    def replication_factor(self) -> int:
+        """The largest replica count of the topic's partitions (0 for no partitions)."""
+        return max(map(len, map(_REPLICAS, self.partitions)), default=0)
+
+
+_REPLICAS = attrgetter("replicas")
+
+Reassignment = tuple[tuple[int, ...], tuple[int, ...]]
+"""An ongoing reassignment: (adding replicas, removing replicas)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterSnapshot:
+    """Everything the planner and the audit need to know about a cluster, at one moment.
+
+    ``ongoing_reassignments`` maps ``(topic, partition)`` to ``(adding, removing)`` replica
+    tuples (``ListPartitionReassignments``); empty when none is running.
+    """
+
+    format_version: int = FORMAT_VERSION
+    cluster_id: str | None = None
+    controller_id: int | None = None
+    zookeeper: ZkEnsemble
+    brokers: tuple[Broker, ...] = ()
+    topics: tuple[Topic, ...] = ()
+    ongoing_reassignments: Mapping[tuple[str, int], Reassignment] = field(default_factory=dict)
+
+    def broker(self, broker_id: int) -> Broker | None:
+        """The broker with this id, or ``None``."""
+        for b in self.brokers:
+            if b.id == broker_id:
+                return b
+        return None
+
+
+# --------------------------------------------------------------------------- small parsers
+
+
+def parse_rack(rack: str | None, separator: str = DEFAULT_RACK_SEPARATOR) -> tuple[str | None, str | None]:
+    """Split a ``broker.rack`` into (availability domain, fault domain).
+
+    >>> parse_rack("AD-1/FD-2")
+    ('AD-1', 'FD-2')
+    >>> parse_rack("us-east-1a")   # no separator: its own AD, no fault domain
+    ('us-east-1a', None)
+    >>> parse_rack(None)
+    (None, None)
+
+    Only the first separator splits: ``"a/b/c"`` is ``("a", "b/c")``. Blank parts count as absent.
+    """
+    if rack is None:
+        return None, None
+    rack = rack.strip()
+    if not rack:
+        return None, None
+    if separator and separator in rack:
+        ad, fd = rack.split(separator, 1)
+        ad, fd = ad.strip(), fd.strip()
+        return (ad or None), (fd or None)
+    return rack, None
+
+
+def parse_connect(connect: str, what: str = "zookeeper connect string") -> tuple[tuple[tuple[str, int], ...], str]:
+    """Parse a ZooKeeper connect string into ((host, port), ...) and a chroot ('' if none).
+
+    >>> parse_connect("h1:2181,h2:2182/kafka")
+    ((('h1', 2181), ('h2', 2182)), '/kafka')
+
+    A host without a port gets 2181. Raises :class:`BadInput` on an empty or malformed string.
+    """
+    text = (connect or "").strip()
+    if not text:
+        raise BadInput(f"{what} is empty: give host:port[,host:port...][/chroot]")
+    chroot = ""
+    slash = text.find("/")
+    if slash >= 0:
+        text, chroot = text[:slash], text[slash:].rstrip("/")
+    hosts: list[tuple[str, int]] = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            raise BadInput(f"{what} {connect!r} has an empty host entry: remove the extra comma")
+        host, port = _split_host_port(item, 2181, what, connect)
+        hosts.append((host, port))
+    return tuple(hosts), chroot
+
+
+def _split_host_port(item: str, default_port: int, what: str, whole: str) -> tuple[str, int]:
+    if item.startswith("["):  # [ipv6]:port
+        end = item.find("]")
+        if end < 0:
+            raise BadInput(f"{what} {whole!r}: unclosed '[' in {item!r}")
+        host, rest = item[1:end], item[end + 1 :]
+        port_text = rest[1:] if rest.startswith(":") else ""
+    elif item.count(":") == 1:
+        host, port_text = item.split(":")
+    elif ":" in item:  # bare IPv6 without port
+        host, port_text = item, ""
+    else:
+        host, port_text = item, ""
+    if not host:
+        raise BadInput(f"{what} {whole!r}: missing host in {item!r}")
+    if not port_text:
+        return host, default_port
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise BadInput(f"{what} {whole!r}: port {port_text!r} of {item!r} is not a port number (1-65535)")
+    return host, int(port_text)
+
+
+def format_connect(addresses: Iterable[str], chroot: str = "") -> str:
+    """Join ``host:port`` addresses and a chroot into a connect string."""
+    return ",".join(addresses) + (chroot or "")
+
+
+def parse_zookeeper_config(text: str) -> tuple[tuple[ZkServer, ...], int | None]:
+    """Parse the content of ``/zookeeper/config`` (or a dynamic config file).
+
+    Returns the servers sorted by id and the version as an int (the hex ``version=`` line), or
+    ``None`` when there is no version line::
+
+        server.1=127.0.0.1:2888:3888:participant;0.0.0.0:2181
+        version=100000000
+
+    Raises :class:`BadInput` on a line it cannot read.
+    """
+    servers: dict[int, ZkServer] = {}
+    version: int | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise BadInput(f"ZooKeeper config line {line!r} has no '='")
+        key = key.strip()
+        value = value.strip()
+        if key == "version":
+            try:
+                version = int(value, 16)
+            except ValueError:
+                raise BadInput(f"ZooKeeper config version {value!r} is not hexadecimal") from None
+            continue
+        if not key.startswith("server."):
+            continue  # other dynamic keys are not ours
+        try:
+            sid = int(key[len("server.") :])
+        except ValueError:
+            raise BadInput(f"ZooKeeper config key {key!r} has no numeric server id") from None
+        servers[sid] = _parse_server_value(sid, value)
+    return tuple(servers[k] for k in sorted(servers)), version
+
+
+def _parse_server_value(sid: int, value: str) -> ZkServer:
+    addr, _, client = value.partition(";")
+    host, parts = _split_server_address(addr.strip(), sid, value)
+    if len(parts) < 2:
+        raise BadInput(f"ZooKeeper server.{sid}={value!r}: expected host:quorum_port:election_port[:role]")
+    try:
+        quorum_port, election_port = int(parts[0]), int(parts[1])
+    except ValueError:
+        raise BadInput(f"ZooKeeper server.{sid}={value!r}: ports must be numbers") from None
+    role = parts[2] if len(parts) > 2 and parts[2] else "participant"
+    if role not in ZK_ROLES:
+        raise BadInput(f"ZooKeeper server.{sid}={value!r}: role {role!r} is not participant or observer")
+    client_host: str | None = None
+    client_port = 2181
+    client = client.strip()
+    if client:
+        if ":" in client.strip("[]") and not client.startswith("["):
+            chost, _, cport = client.rpartition(":")
+        elif client.startswith("["):
+            end = client.find("]")
+            chost, cport = client[1:end], client[end + 2 :]
+        else:
+            chost, cport = "", client
+        try:
+            client_port = int(cport)
+        except ValueError:
+            raise BadInput(f"ZooKeeper server.{sid}={value!r}: client port {cport!r} is not a number") from None
+        client_host = chost or None
+    return ZkServer(sid, host, quorum_port, election_port, client_port, client_host, role)
+
+
+def _split_server_address(addr: str, sid: int, value: str) -> tuple[str, list[str]]:
+    if addr.startswith("["):
+        end = addr.find("]")
+        if end < 0:
+            raise BadInput(f"ZooKeeper server.{sid}={value!r}: unclosed '['")
+        return addr[1:end], addr[end + 2 :].split(":")
+    host, *parts = addr.split(":")
+    return host, parts
+
+
+def version_tuple(version: str | None) -> tuple[int, ...] | None:
+    """``"3.8.6"`` -> ``(3, 8, 6)``; ``None`` or unreadable -> ``None``. Suffixes are ignored."""
+    if not version:
+        return None
+    nums: list[int] = []
+    for part in version.split("."):
+        digits = ""
+        for ch in part:
+            if ch.isdigit():
+                digits += ch
+            else:
+                break
+        if not digits:
+            break
+        nums.append(int(digits))
+    return tuple(nums) or None
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def pretty_json(doc: Any) -> str:
+    """Deterministic JSON: sorted keys, 1-space indent, and every container that holds only
+    scalars or lists of scalars on one line (a partition, a broker, a move)."""
+    out: list[str] = []
+    _render(doc, 0, out)
+    out.append("\n")
+    return "".join(out)
+
+
+_COMPACT = json.JSONEncoder(sort_keys=True, separators=(", ", ": "), ensure_ascii=False).encode
+
+
+def _is_flat(value: Any) -> bool:
+    if isinstance(value, dict):
+        vals: Iterable[Any] = value.values()
+    elif isinstance(value, (list, tuple)):
+        vals = value
+    else:
+        return True
+    for v in vals:
+        if isinstance(v, dict):
+            return False
+        if isinstance(v, (list, tuple)) and any(isinstance(x, (dict, list, tuple)) for x in v):
+            return False
+    return True
+
+
+def _render(value: Any, depth: int, out: list[str]) -> None:
+    if not isinstance(value, (dict, list, tuple)) or not value or _is_flat(value):
+        out.append(_COMPACT(value))
+        return
+    pad = "\n" + " " * (depth + 1)
+    if isinstance(value, dict):
+        out.append("{")
+        first = True
+        for key in sorted(value):
+            out.append(pad if first else "," + pad)
+            first = False
+            out.append(_COMPACT(str(key)))
+            out.append(": ")
+            _render(value[key], depth + 1, out)
+        out.append("\n" + " " * depth + "}")
+    else:
+        out.append("[")
+        first = True
+        for item in value:
+            out.append(pad if first else "," + pad)
+            first = False
+            _render(item, depth + 1, out)
+        out.append("\n" + " " * depth + "]")
+
+
+def snapshot_to_dict(snapshot: ClusterSnapshot) -> dict[str, Any]:
+    """The JSON-ready form of a snapshot (brokers, servers, topics and partitions sorted)."""
+    zk = snapshot.zookeeper
+    return {
+        "kind": SNAPSHOT_KIND,
+        "format_version": snapshot.format_version,
+        "cluster_id": snapshot.cluster_id,
+        "controller_id": snapshot.controller_id,
+        "zookeeper": {
+            "connect": zk.connect,
+            "config_version": zk.config_version,
+            "reconfig_enabled": zk.reconfig_enabled,
+            "servers": [
+                {
+                    "id": s.id,
+                    "host": s.host,
+                    "quorum_port": s.quorum_port,
+                    "election_port": s.election_port,
+                    "client_port": s.client_port,
+                    "client_host": s.client_host,
+                    "role": s.role,
+                }
+                for s in sorted(zk.servers, key=lambda s: s.id)
+            ],
+            "server_versions": {str(k): zk.server_versions[k] for k in sorted(zk.server_versions)},
+            "server_modes": {str(k): zk.server_modes[k] for k in sorted(zk.server_modes)},
+        },
+        "brokers": [
+            {
+                "id": b.id,
+                "host": b.host,
+                "port": b.port,
+                "rack": b.rack,
+                "version": b.version,
+                "zookeeper_connect": b.zookeeper_connect,
+                "alive": b.alive,
+            }
+            for b in sorted(snapshot.brokers, key=lambda b: b.id)
+        ],
+        "topics": [
+            {
+                "name": t.name,
+                "internal": t.internal,
+                "configs": dict(t.configs),
+                "partitions": [
+                    {
+                        "partition": p.partition,
+                        "replicas": list(p.replicas),
+                        "isr": list(p.isr),
+                        "leader": p.leader,
+                        "size_bytes": p.size_bytes,
+                    }
+                    for p in sorted(t.partitions, key=lambda p: p.partition)
+                ],
+            }
+            for t in sorted(snapshot.topics, key=lambda t: t.name)
+        ],
+        "ongoing_reassignments": [
+            {"topic": tp[0], "partition": tp[1], "adding": list(r[0]), "removing": list(r[1])}
+            for tp, r in sorted(snapshot.ongoing_reassignments.items())
+        ],
+    }
+
+
+def snapshot_to_json(snapshot: ClusterSnapshot) -> str:
+    """Serialise a snapshot: deterministic (sorted keys and items), one partition per line."""
+    return pretty_json(snapshot_to_dict(snapshot))
+
+
+class _Reader:
+    """Reads a decoded JSON document, raising one-line BadInput errors naming the path."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, path: str, expected: str, got: Any) -> BadInput:
+        shown = repr(got)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        return BadInput(
+            f"cluster file {self.source}: {path}: expected {expected}, got {shown}: "
+            "re-run kmigrate inspect to write a fresh file"
+        )
+
+    def get(self, obj: Any, key: str, path: str, required: bool = True) -> Any:
+        if not isinstance(obj, dict):
+            raise self.fail(path or "top level", "an object", obj)
+        if key not in obj:
+            if required:
+                raise BadInput(
+                    f"cluster file {self.source}: {path + '.' if path else ''}{key} is missing: "
+                    "re-run kmigrate inspect to write a fresh file"
+                )
+            return None
+        return obj[key]
+
+    def int_(self, v: Any, path: str, optional: bool = False) -> Any:
+        if v is None and optional:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise self.fail(path, "an integer", v)
+        return v
+
+    def str_(self, v: Any, path: str, optional: bool = False) -> Any:
+        if v is None and optional:
+            return None
+        if not isinstance(v, str):
+            raise self.fail(path, "a string", v)
+        return v
+
+    def bool_(self, v: Any, path: str, optional: bool = False) -> Any:
+        if v is None and optional:
+            return None
+        if not isinstance(v, bool):
+            raise self.fail(path, "true or false", v)
+        return v
+
+    def ints(self, v: Any, path: str) -> tuple[int, ...]:
+        if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int) for x in v):
+            raise self.fail(path, "a list of integer ids", v)
+        return tuple(v)
+
+    def list_(self, v: Any, path: str) -> list[Any]:
+        if not isinstance(v, list):
+            raise self.fail(path, "a list", v)
+        return v
+
+
+def snapshot_from_json(text: str, source: str = "cluster.json") -> ClusterSnapshot:
+    """Load a snapshot written by :func:`snapshot_to_json`.
+
+    Raises :class:`BadInput` (one line, naming ``source`` and the field) for text that is not
+    JSON, a JSON file that is not a kmigrate cluster file, or another ``format_version``.
+    """
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise BadInput(f"cluster file {source} is not JSON ({exc}): give a file written by kmigrate inspect -o") from None
+    if not isinstance(doc, dict) or doc.get("kind") != SNAPSHOT_KIND:
+        raise BadInput(f"cluster file {source} is not a kmigrate cluster file: write one with kmigrate inspect -o {source}")
+    version = doc.get("format_version")
+    if version != FORMAT_VERSION:
+        raise BadInput(
+            f"cluster file {source} has format_version {version}; this kmigrate reads {FORMAT_VERSION}: "
+            "re-run kmigrate inspect"
+        )
+    r = _Reader(source)
+    zk_doc = r.get(doc, "zookeeper", "")
+    servers = []
+    for i, s in enumerate(r.list_(r.get(zk_doc, "servers", "zookeeper"), "zookeeper.servers")):
+        p = f"zookeeper.servers[{i}]"
+        role = r.str_(r.get(s, "role", p), p + ".role")
+        if role not in ZK_ROLES:
+            raise r.fail(p + ".role", "participant or observer", role)
+        servers.append(
+            ZkServer(
+                id=r.int_(r.get(s, "id", p), p + ".id"),
+                host=r.str_(r.get(s, "host", p), p + ".host"),
+                quorum_port=r.int_(r.get(s, "quorum_port", p), p + ".quorum_port"),
+                election_port=r.int_(r.get(s, "election_port", p), p + ".election_port"),
+                client_port=r.int_(r.get(s, "client_port", p), p + ".client_port"),
+                client_host=r.str_(r.get(s, "client_host", p, False), p + ".client_host", True),
+                role=role,
+            )
+        )
+    versions = _int_keyed(r, r.get(zk_doc, "server_versions", "zookeeper", False) or {}, "zookeeper.server_versions")
+    modes = _int_keyed(r, r.get(zk_doc, "server_modes", "zookeeper", False) or {}, "zookeeper.server_modes")
+    zk = ZkEnsemble(
+        connect=r.str_(r.get(zk_doc, "connect", "zookeeper"), "zookeeper.connect"),
+        config_version=r.int_(r.get(zk_doc, "config_version", "zookeeper", False), "zookeeper.config_version", True),
+        servers=tuple(sorted(servers, key=lambda s: s.id)),
+        reconfig_enabled=r.bool_(r.get(zk_doc, "reconfig_enabled", "zookeeper", False), "zookeeper.reconfig_enabled", True),
+        server_versions=versions,
+        server_modes=modes,
+    )
+    brokers = []
+    for i, b in enumerate(r.list_(r.get(doc, "brokers", ""), "brokers")):
+        p = f"brokers[{i}]"
+        brokers.append(
+            Broker(
+                id=r.int_(r.get(b, "id", p), p + ".id"),
+                host=r.str_(r.get(b, "host", p), p + ".host"),
+                port=r.int_(r.get(b, "port", p), p + ".port"),
+                rack=r.str_(r.get(b, "rack", p, False), p + ".rack", True),
+                version=r.str_(r.get(b, "version", p, False), p + ".version", True),
+                zookeeper_connect=r.str_(r.get(b, "zookeeper_connect", p, False), p + ".zookeeper_connect", True),
+                alive=bool(r.bool_(r.get(b, "alive", p, False), p + ".alive", True) is not False),
+            )
+        )
+    topics = []
+    for i, t in enumerate(r.list_(r.get(doc, "topics", ""), "topics")):
+        p = f"topics[{i}]"
+        name = r.str_(r.get(t, "name", p), p + ".name")
+        configs = r.get(t, "configs", p, False) or {}
+        if not isinstance(configs, dict) or any(not isinstance(v, str) for v in configs.values()):
+            raise r.fail(p + ".configs", "an object of string values", configs)
+        parts = []
+        for j, q in enumerate(r.list_(r.get(t, "partitions", p), p + ".partitions")):
+            pp = f"{p}.partitions[{j}]"
+            if not isinstance(q, dict):
+                raise r.fail(pp, "an object", q)
+            try:
+                parts.append(
+                    Partition(
+                        r.int_(q["partition"], pp + ".partition"),
+                        r.ints(q["replicas"], pp + ".replicas"),
+                        r.ints(q["isr"], pp + ".isr"),
+                        r.int_(q.get("leader"), pp + ".leader", True),
+                        r.int_(q.get("size_bytes"), pp + ".size_bytes", True),
+                    )
+                )
+            except KeyError as exc:
+                raise BadInput(
+                    f"cluster file {source}: {pp}.{exc.args[0]} is missing: re-run kmigrate inspect to write a fresh file"
+                ) from None
+        parts.sort(key=lambda q: q.partition)
+        topics.append(
+            Topic(
+                name=name,
+                internal=bool(r.bool_(r.get(t, "internal", p, False), p + ".internal", True)),
+                configs=dict(configs),
+                partitions=tuple(parts),
+            )
+        )
+    ongoing: dict[tuple[str, int], Reassignment] = {}
+    for i, o in enumerate(r.list_(r.get(doc, "ongoing_reassignments", "", False) or [], "ongoing_reassignments")):
+        p = f"ongoing_reassignments[{i}]"
+        key = (r.str_(r.get(o, "topic", p), p + ".topic"), r.int_(r.get(o, "partition", p), p + ".partition"))
+        ongoing[key] = (r.ints(r.get(o, "adding", p), p + ".adding"), r.ints(r.get(o, "removing", p), p + ".removing"))
+    return ClusterSnapshot(
+        format_version=FORMAT_VERSION,
+        cluster_id=r.str_(r.get(doc, "cluster_id", "", False), "cluster_id", True),
+        controller_id=r.int_(r.get(doc, "controller_id", "", False), "controller_id", True),
+        zookeeper=zk,
+        brokers=tuple(sorted(brokers, key=lambda b: b.id)),
+        topics=tuple(sorted(topics, key=lambda t: t.name)),
+        ongoing_reassignments=ongoing,
+    )
+
+
+def _int_keyed(r: _Reader, obj: Any, path: str) -> dict[int, str]:
+    if not isinstance(obj, dict):
+        raise r.fail(path, "an object", obj)
+    out: dict[int, str] = {}
+    for k, v in obj.items():
+        try:
+            key = int(k)
+        except ValueError:
+            raise r.fail(path, "server ids as keys", k) from None
+        out[key] = r.str_(v, f"{path}.{k}")
+    return out

@@ -1,0 +1,436 @@
+"""The migration playbook: a YAML file the operator writes (copy one from ``playbooks/``).
+
+Parsing is validated with the JSON Schema in ``migrate/schemas/playbook.schema.json``
+(Draft 2020-12, unknown fields refused). Every problem becomes one :class:`BadInput` line
+that names the file and the field path, e.g.::
+
+    playbook sandbox.yaml: brokers.mapping.1: expected an integer broker id, got 'four'
+
+Broker ids used as YAML keys may be written as ints or strings; they are normalised to int.
+Apart from :func:`load_playbook` (which reads the playbook and its ``command_config`` file),
+nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Mapping
+
+import javaproperties
+import jsonschema
+import yaml
+
+from migrate.errors import BadInput
+from migrate.model import DEFAULT_RACK_SEPARATOR, ZkServer, parse_connect
+
+DEFAULT_THROTTLE_BYTES_PER_S = 50_000_000
+MIN_THROTTLE_BYTES_PER_S = 1_000_000
+DEFAULT_BOOKKEEPING_TOPIC = "__kmigrate_migration"
+DEFAULT_MAX_PARTITION_MOVES_PER_BROKER = 5
+
+
+# --------------------------------------------------------------------------- dataclasses
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    """How to reach Kafka.
+
+    ``client`` holds Kafka client settings written in the playbook; ``command_config`` is the
+    path of a Java properties file (as written; :func:`load_playbook` makes it absolute,
+    relative to the playbook's folder) and ``command_config_properties`` its content, read by
+    :func:`load_playbook`. :meth:`client_settings` merges both (``client`` wins).
+    """
+
+    bootstrap_servers: str
+    client: Mapping[str, Any] = field(default_factory=dict)
+    command_config: str | None = None
+    command_config_properties: Mapping[str, str] = field(default_factory=dict)
+
+    def client_settings(self) -> dict[str, Any]:
+        """Properties file first, then ``client``, then ``bootstrap.servers``."""
+        merged: dict[str, Any] = dict(self.command_config_properties)
+        merged.update(self.client)
+        merged["bootstrap.servers"] = self.bootstrap_servers
+        return merged
+
+
+@dataclass(frozen=True)
+class ZooKeeperSettings:
+    """``connect``: the current connect string (chroot allowed); ``add``: servers that join
+    (their final role is participant; they start as observers); ``remove``: ids that leave."""
+
+    connect: str
+    add: tuple[ZkServer, ...] = ()
+    remove: tuple[int, ...] = ()
+
+    @property
+    def chroot(self) -> str:
+        return parse_connect(self.connect)[1]
+
+
+@dataclass(frozen=True)
+class NewBroker:
+    """Where a new broker lives: its availability domain and fault domain."""
+
+    availability_domain: str
+    fault_domain: str | None = None
+
+    def rack(self, separator: str = DEFAULT_RACK_SEPARATOR) -> str:
+        """The ``broker.rack`` to configure, e.g. ``AD-1/FD-2``."""
+        if self.fault_domain is None:
+            return self.availability_domain
+        return f"{self.availability_domain}{separator}{self.fault_domain}"
+
+
+@dataclass(frozen=True)
+class BrokerSettings:
+    """``mapping``: old broker id -> new broker id; ``new``: new broker id -> where it lives;
+    ``keep``: brokers that stay in the cluster (not retired, not mapped)."""
+
+    mapping: Mapping[int, int] = field(default_factory=dict)
+    new: Mapping[int, NewBroker] = field(default_factory=dict)
+    keep: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class MigrationSettings:
+    """How the data moves. ``max_partition_moves_cluster`` ``None`` means no cluster-wide cap
+    (only the per-broker one)."""
+
+    throttle_bytes_per_s: int = DEFAULT_THROTTLE_BYTES_PER_S
+    bookkeeping_topic: str = DEFAULT_BOOKKEEPING_TOPIC
+    max_partition_moves_per_broker: int = DEFAULT_MAX_PARTITION_MOVES_PER_BROKER
+    max_partition_moves_cluster: int | None = None
+    rack_separator: str = DEFAULT_RACK_SEPARATOR
+
+
+@dataclass(frozen=True)
+class Playbook:
+    """A validated playbook. ``source`` is the name used in messages (the file name)."""
+
+    source: str
+    kafka: KafkaSettings
+    zookeeper: ZooKeeperSettings
+    brokers: BrokerSettings = field(default_factory=BrokerSettings)
+    migration: MigrationSettings = field(default_factory=MigrationSettings)
+
+
+# --------------------------------------------------------------------------- throttle
+
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]?)(i?)([Bb]?)\s*(?:/\s*s(?:ec)?)?\s*$")
+_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
+
+
+def parse_throttle(text: str | int) -> int:
+    """Parse a replication throttle into bytes per second.
+
+    >>> parse_throttle("50MB/s"), parse_throttle("10MiB/s"), parse_throttle(1000000)
+    (50000000, 10485760, 1000000)
+
+    Units: B, KB, MB, GB, TB (powers of 1000) and KiB, MiB, GiB, TiB (powers of 1024), with or
+    without ``/s``; a bare number is bytes per second. A lower-case ``b`` means bits and is
+    refused. Below 1 MB/s (1,000,000 bytes/s) a migration would take forever: refused too.
+    Raises :class:`BadInput`.
+    """
+    if isinstance(text, bool):
+        raise BadInput(f"throttle {text!r} is not a rate: write e.g. 50MB/s")
+    if isinstance(text, int):
+        value = text
+        shown = str(text)
+    else:
+        shown = str(text)
+        m = _SIZE_RE.match(shown)
+        if not m:
+            raise BadInput(f"throttle {shown!r} is not a rate: write e.g. 50MB/s, 10MiB/s or 1000000 (bytes/s)")
+        number, prefix, binary, unit = m.groups()
+        if unit == "b":
+            raise BadInput(f"throttle {shown!r}: a lower-case b means bits; write bytes, e.g. 50MB/s")
+        if binary and not prefix:
+            raise BadInput(f"throttle {shown!r} is not a rate: write e.g. 50MB/s, 10MiB/s or 1000000 (bytes/s)")
+        base = 1024 if binary else 1000
+        value = int(float(number) * base ** _POWERS[prefix.lower()])
+    if value < MIN_THROTTLE_BYTES_PER_S:
+        raise BadInput(
+            f"throttle {shown} is {value} bytes/s, below the 1 MB/s minimum: raise it (e.g. 50MB/s)"
+        )
+    return value
+
+
+def format_rate(bytes_per_s: int) -> str:
+    """``50000000`` -> ``"50 MB/s"`` (decimal units, for messages)."""
+    return f"{format_bytes(bytes_per_s)}/s"
+
+
+def format_bytes(n: int) -> str:
+    """``1500000`` -> ``"1.5 MB"`` (decimal units, for messages)."""
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if abs(value) < 1000 or unit == "PB":
+            if unit == "B":
+                return f"{int(value)} B"
+            return f"{value:.1f} {unit}".replace(".0 ", " ")
+        value /= 1000
+    return f"{n} B"  # pragma: no cover
+
+
+# --------------------------------------------------------------------------- YAML + schema
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys (PyYAML silently keeps the last one)."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    result: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a key is not a plain value", key_node.start_mark
+            ) from None
+        norm = str(key)
+        if any(str(k) == norm for k in result):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} appears twice", key_node.start_mark
+            )
+        result[key] = loader.construct_object(value_node, deep=deep)
+    return result
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+@lru_cache(maxsize=1)
+def playbook_schema() -> dict[str, Any]:
+    """The playbook JSON Schema (Draft 2020-12)."""
+    text = resources.files("migrate").joinpath("schemas/playbook.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.Draft202012Validator:
+    schema = playbook_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _stringify_keys(value: Any) -> Any:
+    """JSON-shaped copy: every mapping key becomes a string (YAML may give ints)."""
+    if isinstance(value, dict):
+        return {("null" if k is None else str(k).lower() if isinstance(k, bool) else str(k)): _stringify_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_stringify_keys(v) for v in value]
+    return value
+
+
+def _path(parts: Any) -> str:
+    out = ""
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            out += ("." if out else "") + str(p)
+    return out
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        kind = "a mapping" if isinstance(value, dict) else "a list"
+        return kind
+    if value is None:
+        return "nothing (null)"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _schema_error_message(error: jsonschema.ValidationError) -> str:
+    path = _path(error.absolute_path)
+    desc = error.schema.get("description", "a valid value") if isinstance(error.schema, dict) else "a valid value"
+    v = error.validator
+    if v == "additionalProperties" and error.schema.get("additionalProperties") is False:
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed))
+        where = f"{path}: " if path else ""
+        return f"{where}unknown field {extra[0]!r} (allowed: {', '.join(allowed)})"
+    if v == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else str(error.validator_value)
+        return f"{path or 'top level'}: missing required field {missing!r}"
+    if "propertyNames" in error.schema_path:
+        return f"{path}: key {_shown(error.instance)} is not {desc}"
+    if v in ("minimum", "maximum"):
+        return f"{path}: expected {desc}, got {_shown(error.instance)}"
+    return f"{path or 'top level'}: expected {desc}, got {_shown(error.instance)}"
+
+
+def _best_error(errors: list[jsonschema.ValidationError]) -> jsonschema.ValidationError:
+    # deepest path first, then document order: the most precise message
+    return sorted(errors, key=lambda e: (-len(e.absolute_path), [str(p) for p in e.absolute_path]))[0]
+
+
+# --------------------------------------------------------------------------- parse
+
+
+def parse_playbook(text: str, source_name: str = "playbook") -> Playbook:
+    """Parse and validate a playbook's YAML text.
+
+    ``command_config`` is kept as written and not read here (see :func:`load_playbook`).
+    Raises :class:`BadInput` with one line: ``playbook SOURCE: FIELD.PATH: what is wrong``.
+    """
+    where = f"playbook {source_name}"
+    try:
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        pos = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = exc.problem or exc.context or "unreadable"
+        raise BadInput(f"{where} is not valid YAML{pos}: {problem}: fix the file") from None
+    except yaml.YAMLError as exc:
+        raise BadInput(f"{where} is not valid YAML: {str(exc).splitlines()[0]}: fix the file") from None
+    if raw is None:
+        raise BadInput(f"{where} is empty: copy one from playbooks/ and edit it")
+    if not isinstance(raw, dict):
+        raise BadInput(f"{where} is not a YAML mapping (it is {_shown(raw)}): start it with 'kafka:'")
+    doc = _stringify_keys(raw)
+    errors = list(_validator().iter_errors(doc))
+    if errors:
+        raise BadInput(f"{where}: {_schema_error_message(_best_error(errors))}")
+    return _build(doc, where)
+
+
+def _fail(where: str, path: str, message: str) -> BadInput:
+    return BadInput(f"{where}: {path}: {message}")
+
+
+def _build(doc: dict[str, Any], where: str) -> Playbook:
+    k = doc["kafka"]
+    kafka = KafkaSettings(
+        bootstrap_servers=",".join(s.strip() for s in k["bootstrap_servers"].split(",")),
+        client=dict(k.get("client") or {}),
+        command_config=k.get("command_config"),
+    )
+
+    z = doc["zookeeper"]
+    try:
+        parse_connect(z["connect"])
+    except BadInput as exc:
+        raise _fail(where, "zookeeper.connect", exc.message) from None
+    add: list[ZkServer] = []
+    seen: dict[int, int] = {}
+    for i, s in enumerate(z.get("add") or []):
+        sid = s["id"]
+        if sid in seen:
+            raise _fail(where, f"zookeeper.add[{i}].id", f"server id {sid} is listed twice (also zookeeper.add[{seen[sid]}])")
+        seen[sid] = i
+        add.append(
+            ZkServer(
+                id=sid,
+                host=s["host"].strip("[]"),
+                quorum_port=s.get("quorum_port", 2888),
+                election_port=s.get("election_port", 3888),
+                client_port=s.get("client_port", 2181),
+                client_host=(s["client_host"].strip("[]") if s.get("client_host") else None),
+                role="participant",
+            )
+        )
+    for i, s in enumerate(add):
+        if s.quorum_port == s.election_port or s.client_port in (s.quorum_port, s.election_port):
+            raise _fail(where, f"zookeeper.add[{i}]", f"server {s.id} uses one port twice: give distinct quorum_port, election_port and client_port")
+    remove: list[int] = []
+    for i, sid in enumerate(z.get("remove") or []):
+        if sid in remove:
+            raise _fail(where, f"zookeeper.remove[{i}]", f"server id {sid} is listed twice")
+        if sid in seen:
+            raise _fail(where, f"zookeeper.remove[{i}]", f"server id {sid} is also in zookeeper.add: a server cannot join and leave")
+        remove.append(sid)
+    zookeeper = ZooKeeperSettings(connect=z["connect"].strip(), add=tuple(add), remove=tuple(sorted(remove)))
+
+    b = doc.get("brokers") or {}
+    mapping: dict[int, int] = {}
+    for key, value in (b.get("mapping") or {}).items():
+        mapping[int(key)] = int(value)
+    new: dict[int, NewBroker] = {}
+    sep = (doc.get("migration") or {}).get("rack_separator", DEFAULT_RACK_SEPARATOR)
+    for key, value in (b.get("new") or {}).items():
+        ad = value["availability_domain"].strip()
+        fd = value.get("fault_domain")
+        fd = fd.strip() if isinstance(fd, str) else None
+        for fname, dom in (("availability_domain", ad), ("fault_domain", fd)):
+            if dom is not None and (not dom or sep in dom):
+                raise _fail(where, f"brokers.new.{key}.{fname}", f"{dom!r} must be non-empty and must not contain the rack separator {sep!r}")
+        new[int(key)] = NewBroker(ad, fd or None)
+    keep: list[int] = []
+    for i, bid in enumerate(b.get("keep") or []):
+        bid = int(bid)
+        if bid in keep:
+            raise _fail(where, f"brokers.keep[{i}]", f"broker {bid} is listed twice")
+        if bid in mapping:
+            raise _fail(where, f"brokers.keep[{i}]", f"broker {bid} is also a key of brokers.mapping: a broker either stays or is replaced")
+        keep.append(bid)
+    for nid in new:
+        if nid in mapping:
+            raise _fail(where, f"brokers.new.{nid}", f"broker {nid} is also a key of brokers.mapping (an old broker): use a new id")
+
+    m = doc.get("migration") or {}
+    throttle_raw = m.get("throttle", DEFAULT_THROTTLE_BYTES_PER_S)
+    try:
+        throttle = parse_throttle(throttle_raw)
+    except BadInput as exc:
+        raise _fail(where, "migration.throttle", exc.message) from None
+    migration = MigrationSettings(
+        throttle_bytes_per_s=throttle,
+        bookkeeping_topic=m.get("bookkeeping_topic", DEFAULT_BOOKKEEPING_TOPIC),
+        max_partition_moves_per_broker=m.get("max_partition_moves_per_broker", DEFAULT_MAX_PARTITION_MOVES_PER_BROKER),
+        max_partition_moves_cluster=m.get("max_partition_moves_cluster"),
+        rack_separator=sep,
+    )
+    if migration.bookkeeping_topic in (".", ".."):
+        raise _fail(where, "migration.bookkeeping_topic", "'.' and '..' are not topic names")
+    return Playbook(
+        source=where[len("playbook ") :],
+        kafka=kafka,
+        zookeeper=zookeeper,
+        brokers=BrokerSettings(mapping=mapping, new=new, keep=tuple(sorted(keep))),
+        migration=migration,
+    )
+
+
+def load_playbook(path: str | os.PathLike[str]) -> Playbook:
+    """Read, parse and validate a playbook file; read its ``kafka.command_config`` file too.
+
+    A relative ``command_config`` is taken relative to the playbook's folder.
+    Raises :class:`BadInput` (one line) when a file is missing or invalid.
+    """
+    path = os.fspath(path)
+    name = os.path.basename(path) or path
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise BadInput(f"playbook {path} not found: give the path of a playbook (see playbooks/)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"playbook {path} cannot be read ({exc.__class__.__name__}: {exc}): check the path and permissions") from None
+    playbook = parse_playbook(text, name)
+    cc = playbook.kafka.command_config
+    if cc is None:
+        return playbook
+    cc_path = os.path.expanduser(cc)
+    if not os.path.isabs(cc_path):
+        cc_path = os.path.join(os.path.dirname(os.path.abspath(path)), cc_path)
+    try:
+        with open(cc_path, encoding="utf-8") as fh:
+            props = javaproperties.load(fh)
+    except FileNotFoundError:
+        raise BadInput(f"playbook {name}: kafka.command_config: file {cc_path} not found: fix the path (relative paths start at the playbook's folder)") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadInput(f"playbook {name}: kafka.command_config: cannot read {cc_path} as Java properties ({exc})") from None
+    kafka = replace(playbook.kafka, command_config=cc_path, command_config_properties=dict(props))
+    return replace(playbook, kafka=kafka)

@@ -1,0 +1,162 @@
+"""Playbook parsing: the shipped playbooks load, and every error is one line naming the field."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from migrate.errors import BadInput
+from migrate.model import ZkServer
+from migrate.playbook import NewBroker, load_playbook, parse_playbook, parse_throttle
+
+BASE = """
+kafka: {bootstrap_servers: "h:9092"}
+zookeeper: {connect: "z:2181"}
+"""
+
+
+def test_sandbox_playbook_matches_the_sandbox(kb):
+    pb = load_playbook(kb.repo / "playbooks" / "sandbox.yaml")
+    assert pb.source == "sandbox.yaml"
+    assert pb.kafka.bootstrap_servers == "127.0.0.1:9092,127.0.0.2:9092,127.0.0.3:9092"
+    assert pb.zookeeper.connect == "127.0.0.1:2181,127.0.0.2:2181,127.0.0.3:2181"
+    assert pb.zookeeper.add == (
+        ZkServer(4, "127.0.0.4", 2888, 3888, 2181, None, "participant"),
+        ZkServer(5, "127.0.0.5", 2888, 3888, 2181, None, "participant"),
+    )
+    assert pb.zookeeper.remove == (1, 2, 3)
+    assert pb.brokers.mapping == {1: 4, 2: 5, 3: 6}
+    assert pb.brokers.new == {
+        4: NewBroker("AD-1", "FD-2"),
+        5: NewBroker("AD-2", "FD-2"),
+        6: NewBroker("AD-3", "FD-2"),
+    }
+    assert pb.brokers.new[4].rack() == "AD-1/FD-2"
+    assert pb.migration.bookkeeping_topic == "__kmigrate_migration"
+
+
+def test_procedure_playbook_loads(kb):
+    pb = load_playbook(kb.repo / "playbooks" / "procedure-3ad-2fd.yaml")
+    assert pb.brokers.mapping == {1: 4, 2: 5, 3: 6}
+    assert [s.id for s in pb.zookeeper.add] == [4, 5, 6]
+    assert pb.zookeeper.remove == (1, 2, 3)
+    assert pb.zookeeper.chroot == "/kafka"
+    assert {b: n.rack() for b, n in pb.brokers.new.items()} == {4: "AD-1/FD-2", 5: "AD-2/FD-2", 6: "AD-3/FD-2"}
+    assert pb.migration.throttle_bytes_per_s == 50_000_000
+    assert pb.migration.max_partition_moves_per_broker == 5
+    assert pb.migration.max_partition_moves_cluster == 50
+
+
+def test_defaults_and_normalised_ids():
+    pb = parse_playbook("""
+kafka: {bootstrap_servers: "h:9092"}
+zookeeper:
+  connect: "z:2181/kafka"
+  add: [{id: 4, host: z4, client_host: 10.0.0.4}]
+brokers:
+  mapping: {"1": 4, 2: "5"}
+  new: {"4": {availability_domain: AD-1}}
+  keep: ["7"]
+""", "p.yaml")
+    assert pb.brokers.mapping == {1: 4, 2: 5}
+    assert pb.brokers.new == {4: NewBroker("AD-1", None)}
+    assert pb.brokers.keep == (7,)
+    assert pb.zookeeper.add[0] == ZkServer(4, "z4", 2888, 3888, 2181, "10.0.0.4", "participant")
+    assert pb.migration.throttle_bytes_per_s == 50_000_000
+    assert pb.migration.max_partition_moves_cluster is None
+    assert pb.kafka.client_settings() == {"bootstrap.servers": "h:9092"}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("50MB/s", 50_000_000), ("10MiB/s", 10 * 1024 * 1024), ("1000000", 1_000_000), (1_000_000, 1_000_000),
+    ("1.5GB/s", 1_500_000_000), ("2 GiB/s", 2 * 1024**3), ("50M", 50_000_000), ("50MB", 50_000_000),
+    ("1MB/s", 1_000_000), ("1000KB/s", 1_000_000), ("5mb/s", None),
+])
+def test_parse_throttle(text, expected):
+    if expected is None:
+        with pytest.raises(BadInput, match="bits"):
+            parse_throttle(text)
+    else:
+        assert parse_throttle(text) == expected
+
+
+@pytest.mark.parametrize("text", ["999999", "100KB/s", "0", "fast", "-5MB/s", "10 MB/min", ""])
+def test_parse_throttle_refuses(text):
+    with pytest.raises(BadInput) as exc:
+        parse_throttle(text)
+    assert "\n" not in exc.value.message
+
+
+ERRORS = [
+    # (document, expected message after "playbook bad.yaml")
+    (BASE + "brokers: {mapping: {1: four}}", ": brokers.mapping.1: expected an integer broker id, got 'four'"),
+    (BASE + "brokers: {mapping: {one: 4}}", ": brokers.mapping: key 'one' is not an integer broker id"),
+    (BASE + "brokers: {mapping: {1: -4}}", ": brokers.mapping.1: expected an integer broker id, got -4"),
+    (BASE + "brokers: {mapping: {1: true}}", ": brokers.mapping.1: expected an integer broker id, got True"),
+    (BASE + "brokers: {mapping: [1, 4]}", ": brokers.mapping: expected a mapping of old broker id to new broker id, got a list"),
+    (BASE + "brokers: {new: {4: {fault_domain: FD-1}}}", ": brokers.new.4: missing required field 'availability_domain'"),
+    (BASE + "brokers: {new: {4: {availability_domain: AD-1, rack: x}}}", ": brokers.new.4: unknown field 'rack' (allowed: availability_domain, fault_domain)"),
+    (BASE + "brokers: {new: {4: {availability_domain: AD/1}}}", ": brokers.new.4.availability_domain: 'AD/1' must be non-empty and must not contain the rack separator '/'"),
+    (BASE + "brokers: {keep: [x]}", ": brokers.keep[0]: expected an integer broker id, got 'x'"),
+    (BASE + "brokers: {mapping: {1: 4}, keep: [1]}", ": brokers.keep[0]: broker 1 is also a key of brokers.mapping"),
+    (BASE + "brokers: {mapping: {1: 4}, new: {1: {availability_domain: A}}}", ": brokers.new.1: broker 1 is also a key of brokers.mapping"),
+    (BASE + "brokers: {mapping: {1: 4}, mapings: {}}", ": brokers: unknown field 'mapings' (allowed: keep, mapping, new)"),
+    (BASE + "migration: {throttle: 10KB/s}", ": migration.throttle: throttle 10KB/s is 10000 bytes/s, below the 1 MB/s minimum"),
+    (BASE + "migration: {throttle: [1]}", ": migration.throttle: expected a replication throttle"),
+    (BASE + "migration: {max_partition_moves_per_broker: 0}", ": migration.max_partition_moves_per_broker: expected a positive integer, got 0"),
+    (BASE + "migration: {bookkeeping_topic: 'bad topic'}", ": migration.bookkeeping_topic: expected a Kafka topic name"),
+    (BASE + "migration: {rack_separator: ''}", ": migration.rack_separator: expected a non-empty separator string"),
+    ("zookeeper: {connect: z}", ": top level: missing required field 'kafka'"),
+    ("kafka: {bootstrap_servers: h}\nzookeeper: {connect: z}", ": kafka.bootstrap_servers: expected a comma-separated list of host:port, got 'h'"),
+    ("kafka: {bootstrap_servers: 'h:1', client: {a: [1]}}\nzookeeper: {connect: z}", ": kafka.client.a: expected a string, number or true/false, got a list"),
+    ("kafka: {bootstrap_servers: 'h:1', extra: 1}\nzookeeper: {connect: z}", ": kafka: unknown field 'extra'"),
+    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: 'z:99999'}", ": zookeeper.connect: zookeeper connect string 'z:99999': port '99999'"),
+    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: 'z', add: [{id: 4}]}", ": zookeeper.add[0]: missing required field 'host'"),
+    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: 'z', add: [{id: 0, host: h}]}", ": zookeeper.add[0].id: expected an integer ZooKeeper server id (1-255), got 0"),
+    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: 'z', add: [{id: 4, host: 'a b'}]}", ": zookeeper.add[0].host: expected a host name or IP address, got 'a b'"),
+    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: 'z', add: [{id: 4, host: h, client_port: 0}]}", ": zookeeper.add[0].client_port: expected a port number (1-65535), got 0"),
+    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: 'z', add: [{id: 4, host: h}, {id: 4, host: g}]}", ": zookeeper.add[1].id: server id 4 is listed twice"),
+    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: 'z', add: [{id: 4, host: h, quorum_port: 3888}]}", ": zookeeper.add[0]: server 4 uses one port twice"),
+    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: 'z', remove: [1, 1]}", ": zookeeper.remove[1]: server id 1 is listed twice"),
+    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: 'z', add: [{id: 4, host: h}], remove: [4]}", ": zookeeper.remove[0]: server id 4 is also in zookeeper.add"),
+    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: 'z', remove: ['x']}", ": zookeeper.remove[0]: expected an integer ZooKeeper server id (1-255), got 'x'"),
+    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: 'z'}\nbrokers: {mapping: {1: 4, '1': 5}}", " is not valid YAML at line 3, column 27: key '1' appears twice"),
+    ("kafka: [", " is not valid YAML at line 1"),
+    ("- kafka", " is not a YAML mapping (it is a list)"),
+    ("just text", " is not a YAML mapping (it is 'just text')"),
+    ("", " is empty"),
+    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: z}\nbogus: 1", ": unknown field 'bogus' (allowed: brokers, kafka, migration, zookeeper)"),
+]
+
+
+@pytest.mark.parametrize("text, expected", ERRORS, ids=[e[1][:50] for e in ERRORS])
+def test_every_error_is_one_line_naming_the_field(text, expected):
+    with pytest.raises(BadInput) as exc:
+        parse_playbook(textwrap.dedent(text), "bad.yaml")
+    msg = exc.value.message
+    assert "\n" not in msg
+    assert msg.startswith("playbook bad.yaml" + expected), msg
+
+
+def test_command_config_is_read_relative_to_the_playbook(tmp_path):
+    (tmp_path / "client.properties").write_text("security.protocol=SASL_SSL\nsasl.mechanism = PLAIN\nclient.id=x\n")
+    (tmp_path / "p.yaml").write_text(
+        "kafka: {bootstrap_servers: 'h:9092', command_config: client.properties, client: {client.id: y}}\n"
+        "zookeeper: {connect: z}\n"
+    )
+    pb = load_playbook(tmp_path / "p.yaml")
+    assert pb.kafka.command_config == str(tmp_path / "client.properties")
+    assert pb.kafka.command_config_properties == {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "client.id": "x"}
+    assert pb.kafka.client_settings() == {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "client.id": "y", "bootstrap.servers": "h:9092",
+    }
+
+
+def test_missing_files_are_one_line(tmp_path):
+    with pytest.raises(BadInput, match="not found") as exc:
+        load_playbook(tmp_path / "nope.yaml")
+    assert "\n" not in exc.value.message
+    (tmp_path / "p.yaml").write_text("kafka: {bootstrap_servers: 'h:9092', command_config: missing.properties}\nzookeeper: {connect: z}\n")
+    with pytest.raises(BadInput, match=r"^playbook p.yaml: kafka.command_config: file .*missing.properties not found"):
+        load_playbook(tmp_path / "p.yaml")
