@@ -14,6 +14,7 @@ from rich.console import Console
 
 from migrate import __version__
 from migrate.commands import sandbox as sandbox_cmd
+from migrate.commands import zookeeper as zookeeper_cmd
 from migrate.errors import EXIT_BAD_INPUT, KmigrateError
 
 app = typer.Typer(
@@ -28,6 +29,7 @@ app = typer.Typer(
 
 # One line per command group; each module owns its own options.
 app.add_typer(sandbox_cmd.app, name="sandbox")
+app.add_typer(zookeeper_cmd.app, name="zookeeper")
 
 
 def _version(value: bool) -> None:

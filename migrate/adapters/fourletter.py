@@ -64,3 +64,13 @@ def mntr(host: str, port: int, timeout_s: float = 2.0) -> dict[str, str]:
         if sep:
             out[key.strip()] = value.strip()
     return out
+
+
+def conf_membership(host: str, port: int, timeout_s: float = 2.0) -> str:
+    """The ``membership:`` part of ``conf``: the dynamic config (server lines, ``version=``) as this server runs it.
+
+    Empty when the server reports none (standalone, or a version without dynamic reconfiguration).
+    """
+    text = send_word(host, port, "conf", timeout_s)
+    _, sep, rest = text.partition("membership:")
+    return rest.strip() + "\n" if sep else ""

@@ -43,3 +43,8 @@ def broker_static_configs(admin: AdminClient, broker_ids: list[int], names: tupl
         entries = future.result(timeout=timeout_s)
         out[int(resource.name)] = {n: (entries[n].value if n in entries else None) for n in names}
     return out
+
+
+def live_broker_ids(admin: AdminClient, timeout_s: float = 10.0) -> list[int]:
+    """Ids of the brokers in the cluster's metadata (the brokers that are up)."""
+    return sorted(admin.list_topics(timeout=timeout_s).brokers)
