@@ -17,6 +17,7 @@ from migrate.model import (
     parse_rack,
     parse_zookeeper_config,
     snapshot_from_json,
+    snapshot_to_dict,
     snapshot_to_json,
     version_tuple,
 )
@@ -97,6 +98,7 @@ def test_round_trip_is_exact_and_deterministic(kb):
     assert [t.name for t in back.topics] == ["a", "b"]  # sorted
     assert {t.name: t for t in back.topics} == {t.name: t for t in snap.topics}
     doc = json.loads(text)
+    assert doc == snapshot_to_dict(snap)
     assert doc["kind"] == "kmigrate.cluster-snapshot" and doc["format_version"] == FORMAT_VERSION
     # one partition per line
     assert '{"isr": [1, 2, 3], "leader": 1, "partition": 0, "replicas": [1, 2, 3], "size_bytes": 1000}' in text

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from migrate.errors import BadInput
 from migrate.model import Broker, ClusterSnapshot, Partition, Topic, parse_rack
 from migrate.placement import Domains, DomainRules, round_robin
-from migrate.plan import PartitionMove, Plan, plan_from_json, plan_to_json
+from migrate.plan import PartitionMove, Plan, plan_from_json, plan_to_dict, plan_to_json
 from migrate.planner import balance_leaders, build_plan, plan_from_reassignment_json, reassignment_json
 from migrate.playbook import (
     BrokerSettings,
@@ -186,6 +186,8 @@ def test_plan_json_round_trip_and_determinism(kb):
     assert text == plan_to_json(build_plan(snap, kb.playbook()))
     plan = plan_from_json(text, "plan.json")
     assert plan_to_json(plan) == text
+    assert json.loads(text) == plan_to_dict(plan)
+    assert '{"bytes": 4000, "current": [2, 3], "partition": 1, "target": [5, 6], "topic": "b"}' in text
     assert plan.moves[0] == PartitionMove(*json.loads(text)["moves"][0].values()) or plan.moves[0].topic == "a"
     assert isinstance(plan.moves[0], PartitionMove) and plan.moves[0].topic == "a"
     assert len(plan.moves[1:]) == len(plan.moves) - 1
@@ -438,3 +440,44 @@ def test_large_plan_is_linear_enough(kb):
     assert len(plan.moves) == 6000
     counts = Counter(m.target[0] for m in plan.moves)
     assert max(counts.values()) - min(counts.values()) <= 1
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=clusters())
+def test_cache_limit_does_not_change_the_plan(kb, raw):
+    """Beyond the cache of distinct replica tuples, partitions are counted one by one: same plan."""
+    import migrate.planner as planner_module
+
+    snap, pb, _racks = _cluster(kb, raw)
+    text = plan_to_json(build_plan(snap, pb))
+    saved = planner_module._CACHE_LIMIT
+    try:
+        planner_module._CACHE_LIMIT = 1
+        assert plan_to_json(build_plan(snap, pb)) == text
+    finally:
+        planner_module._CACHE_LIMIT = saved
+
+
+def test_cache_limit_with_repairs_unmapped_and_unknown_sizes(kb):
+    import migrate.planner as planner_module
+
+    racks = {**kb.PROCEDURE_RACKS, 7: "AD-1/FD-3"}
+    snap = kb.snapshot({"t": [(1, 4, 5), (1, 2, 7), (4, 5, 6), (1, 2, 3), (2, 3, 1)]}, racks=racks)
+    snap = ClusterSnapshot(
+        cluster_id=snap.cluster_id, controller_id=1, zookeeper=snap.zookeeper, brokers=snap.brokers,
+        topics=tuple(Topic(t.name, t.internal, t.configs, tuple(
+            Partition(p.partition, p.replicas, p.isr, p.replicas[-1] if p.partition == 4 else p.leader,
+                      None if p.partition == 3 else p.size_bytes)
+            for p in t.partitions)) for t in snap.topics),
+    )
+    normal = build_plan(snap, kb.playbook())
+    saved = planner_module._CACHE_LIMIT
+    try:
+        planner_module._CACHE_LIMIT = 0
+        assert plan_to_json(build_plan(snap, kb.playbook())) == plan_to_json(normal)
+    finally:
+        planner_module._CACHE_LIMIT = saved
+    assert [t.unknown_sizes for t in normal.topic_totals] == [1]
+    assert any(f.code == "size.unknown" for f in normal.findings)
+    # partition 4 is led by its last replica (1): it sends the bytes
+    assert normal.total_bytes == sum(b.bytes_out for b in normal.broker_totals)
