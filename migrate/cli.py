@@ -14,6 +14,7 @@ from rich.console import Console
 
 from migrate import __version__
 from migrate.commands import sandbox as sandbox_cmd
+from migrate.commands import verify as verify_cmd
 from migrate.commands import zookeeper as zookeeper_cmd
 from migrate.errors import EXIT_BAD_INPUT, KmigrateError
 
@@ -30,6 +31,7 @@ app = typer.Typer(
 # One line per command group; each module owns its own options.
 app.add_typer(sandbox_cmd.app, name="sandbox")
 app.add_typer(zookeeper_cmd.app, name="zookeeper")
+app.add_typer(verify_cmd.app, name="verify")
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,337 @@
+"""Spark adapter: the SparkSession kmigrate's verify job runs in, and the jars of Spark's Kafka source.
+
+The Kafka source (``org.apache.spark:spark-sql-kafka-0-10_<scala>:<spark>``) is fetched with Maven,
+like the broker jars (``spark_kafka_pom.xml`` beside this file), into a per-version directory of
+kmigrate's cache, and handed to Spark as local jars through ``spark.jars``: the driver serves them
+to the executors of a standalone, YARN or Kubernetes cluster, so only the machine running kmigrate
+needs Maven Central. ``--jars`` replaces the fetch on sites without it.
+
+The release that matches the installed pyspark is tried first. When the registry does not serve it
+(or its token provider), the newest earlier minor release of the same major line that can run on
+this Spark is used, with the newest token provider served, and ``KafkaSourceJars`` says which.
+
+Everything here that can fail because of the environment (no Java, a Java too old for this Spark,
+no Maven, a master that does not answer) raises ``BadInput`` before any job runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import subprocess
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from migrate.errors import BadInput, MissingTool
+from migrate.servers import cache_dir, fetch_maven_project, find_java
+
+log = logging.getLogger("kmigrate.spark")
+
+POM = Path(__file__).with_name("spark_kafka_pom.xml")
+KAFKA_SOURCE_ARTIFACT = "spark-sql-kafka-0-10"
+
+# Spark major version -> the oldest Java major it runs on.
+_MIN_JAVA = {3: 8, 4: 17}
+
+# Settings that keep Spark light on a small machine; the caller's --spark-conf wins.
+DEFAULT_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.driver.memory": "1g",
+    "spark.executor.memory": "1g",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.log.level": "ERROR",
+}
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """How to run Spark: ``master`` (``local[*]``, ``spark://h:7077``, ``yarn``, ``k8s://...``),
+    extra ``conf`` (``--spark-conf k=v``), and ``jars`` to use instead of fetching the Kafka source."""
+
+    master: str = "local[*]"
+    conf: dict[str, str] = field(default_factory=dict)
+    jars: tuple[str, ...] | None = None
+    app_name: str = "kmigrate-verify"
+
+
+@dataclass(frozen=True)
+class KafkaSourceJars:
+    version: str  # the spark-sql-kafka release the jars are from
+    scala_version: str
+    jars: tuple[Path, ...]
+    exact: bool  # True when ``version`` is the installed Spark's own
+
+
+def installed_spark() -> tuple[str, str]:
+    """(Spark version, Scala binary version) of the installed pyspark, e.g. ``("4.3.0", "2.13")``."""
+    import pyspark  # the installed package; its jars name the Scala version
+
+    version = pyspark.__version__
+    jars = Path(pyspark.__file__).parent / "jars"
+    scala = "2.13" if version.startswith("4") else "2.12"
+    for jar in jars.glob("spark-core_*.jar"):
+        m = re.match(r"spark-core_(\d+\.\d+)-", jar.name)
+        if m:
+            scala = m.group(1)
+    return version, scala
+
+
+def parse_java_version(text: str) -> int | None:
+    """Java major version from ``java -version`` output: ``"1.8.0_292"`` -> 8, ``"17.0.15"`` -> 17."""
+    m = re.search(r'version "(\d+)(?:\.(\d+))?[^"]*"', text)
+    if not m:
+        return None
+    major = int(m.group(1))
+    if major == 1 and m.group(2):
+        return int(m.group(2))
+    return major
+
+
+def check_java(spark_version: str) -> str:
+    """The java Spark will use ($JAVA_HOME first, like Spark's launcher), checked against this Spark.
+
+    BadInput when there is none, when it does not run, or when it is older than this Spark needs.
+    """
+    try:
+        java = find_java()
+    except BadInput as exc:
+        raise BadInput(f"Spark cannot start: {exc.message}") from None
+    try:
+        proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BadInput(f"Spark cannot start: {java} -version failed ({exc}); install a JDK or fix JAVA_HOME") from None
+    major = parse_java_version(proc.stderr + proc.stdout)
+    if proc.returncode != 0 or major is None:
+        raise BadInput(
+            f"Spark cannot start: {java} -version did not report a Java version "
+            f"({(proc.stderr or proc.stdout).strip()[:120]!r}); install a JDK or fix JAVA_HOME"
+        )
+    need = _MIN_JAVA.get(int(spark_version.split(".")[0]), 17)
+    if major < need:
+        raise BadInput(
+            f"Spark cannot start: Spark {spark_version} needs Java {need} or later, but {java} is Java {major}; "
+            f"install a JDK {need}+ and point JAVA_HOME at it"
+        )
+    return java
+
+
+def candidate_versions(spark_version: str) -> list[str]:
+    """Releases to try, best first: the given one, then x.y.0, then x.(y-1).0 ... x.0.0 (same major line)."""
+    parts = spark_version.split(".")
+    major, minor = int(parts[0]), int(parts[1])
+    out = [spark_version]
+    if spark_version != f"{major}.{minor}.0":
+        out.append(f"{major}.{minor}.0")
+    out += [f"{major}.{m}.0" for m in range(minor - 1, -1, -1)]
+    return out
+
+
+def _minor(version: str) -> tuple[int, int]:
+    parts = version.split(".")
+    return int(parts[0]), int(parts[1])
+
+
+def source_candidates(spark_version: str) -> list[str]:
+    """Kafka source releases that can run on this Spark, best first.
+
+    Spark 4.1 turned its structured-logging keys (``LogKeys``) into a Java enum: a 4.0 Kafka source
+    on a 4.1+ Spark fails with NoClassDefFoundError as soon as it logs, so it is never a candidate there.
+    """
+    out = candidate_versions(spark_version)
+    if _minor(spark_version) >= (4, 1):
+        out = [v for v in out if _minor(v) >= (4, 1)]
+    return out
+
+
+def _fetch(scala: str, source: str, token: str) -> Path:
+    return fetch_maven_project(
+        POM, f"spark/{KAFKA_SOURCE_ARTIFACT}_{scala}-{source}+token-provider-{token}",
+        {"spark.version": source, "token.provider.version": token, "scala.binary.version": scala},
+    )
+
+
+def kafka_source_jars(jars: tuple[str, ...] | None = None,
+                      progress: Callable[[str], None] = lambda msg: None) -> KafkaSourceJars:
+    """The jars of Spark's Kafka source: ``jars`` as given (checked to exist), else fetched with Maven.
+
+    Tries the installed Spark's release first; where the registry lacks it, the newest compatible
+    release it serves (``source_candidates``), with the newest token provider it serves for it.
+    """
+    version, scala = installed_spark()
+    if jars is not None:
+        paths = []
+        for j in jars:
+            p = Path(j).expanduser()
+            if not p.is_file():
+                raise BadInput(f"--jars {j}: no such file; give the spark-sql-kafka-0-10 jar and its dependencies")
+            paths.append(p.resolve())
+        if not any(KAFKA_SOURCE_ARTIFACT in p.name for p in paths):
+            raise BadInput(f"--jars names no {KAFKA_SOURCE_ARTIFACT}_{scala} jar: Spark would have no Kafka source")
+        return KafkaSourceJars(version, scala, tuple(paths), exact=True)
+    # The pair chosen once for this pyspark is remembered, so later runs skip the ones the registry lacks.
+    chosen_file = cache_dir() / "spark" / f"kafka-source-for-spark-{version}_{scala}.txt"
+    if chosen_file.exists():
+        source, _, token = chosen_file.read_text().strip().partition(" ")
+        try:
+            lib = _fetch(scala, source, token)
+            return KafkaSourceJars(source, scala, tuple(sorted(lib.glob("*.jar"))), exact=source == version)
+        except MissingTool:
+            raise
+        except BadInput:
+            pass
+    failures = []
+    for source in source_candidates(version):
+        for token in candidate_versions(source):
+            progress(f"fetching Spark's Kafka source {KAFKA_SOURCE_ARTIFACT}_{scala}:{source} with Maven")
+            try:
+                lib = _fetch(scala, source, token)
+            except MissingTool:
+                raise
+            except BadInput as exc:
+                failures.append(f"{source}: {exc.message}")
+                if f"{KAFKA_SOURCE_ARTIFACT}_{scala}:jar:{source}" in exc.message:
+                    break  # the source itself is missing: no token provider will help
+                continue
+            chosen_file.parent.mkdir(parents=True, exist_ok=True)
+            chosen_file.write_text(f"{source} {token}\n")
+            if source != version:
+                log.warning("Spark's Kafka source %s is not on the registry; using %s (token provider %s)",
+                            version, source, token)
+            return KafkaSourceJars(source, scala, tuple(sorted(lib.glob("*.jar"))), exact=source == version)
+    raise BadInput(
+        f"Maven could not fetch Spark's Kafka source {KAFKA_SOURCE_ARTIFACT}_{scala} for Spark {version} "
+        f"(tried {', '.join(source_candidates(version))}; first error: {failures[0] if failures else '?'}): "
+        "download the jar and its dependencies and pass them with --jars"
+    )
+
+
+def parse_spark_conf(items: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """``["spark.executor.cores=1", ...]`` -> dict; BadInput naming the item that is not ``key=value``."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BadInput(f"--spark-conf {item!r}: expected key=value, like spark.executor.memory=2g")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def check_master(master: str, timeout_s: float = 5.0) -> None:
+    """A ``spark://host:port[,host:port]`` master must answer a TCP connect; other masters are Spark's to check."""
+    if master.startswith("local"):
+        if not re.fullmatch(r"local(\[(\*|\d+)(,\s*\d+)?\])?", master):
+            raise BadInput(f"--master {master!r}: expected local, local[N], local[*], spark://host:port, yarn or k8s://...")
+        return
+    if master.startswith("spark://"):
+        hosts = master[len("spark://"):].split(",")
+        errors = []
+        for hp in hosts:
+            host, _, port = hp.rpartition(":")
+            if not host or not port.isdigit():
+                raise BadInput(f"--master {master!r}: expected spark://host:port")
+            try:
+                with socket.create_connection((host, int(port)), timeout=timeout_s):
+                    return
+            except OSError as exc:
+                errors.append(f"{hp}: {exc}")
+        raise BadInput(f"Spark master {master} does not answer ({'; '.join(errors)}): start it or fix --master")
+    if master == "yarn" or master.startswith("k8s://") or master.startswith("mesos://"):
+        return
+    raise BadInput(f"--master {master!r}: expected local[*], spark://host:port, yarn or k8s://https://host:port")
+
+
+_LOG4J2 = """# kmigrate: Spark's driver logs errors only, so that verify's own report is what a person reads.
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def driver_log_config() -> Path:
+    """A log4j2 file that keeps the driver quiet (errors only); written once into kmigrate's cache."""
+    path = cache_dir() / "spark" / "log4j2-driver.properties"
+    if not path.exists() or path.read_text() != _LOG4J2:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(_LOG4J2)
+        tmp.replace(path)
+    return path
+
+
+def session_conf(settings: SparkSettings, jars: KafkaSourceJars) -> dict[str, str]:
+    """The SparkConf kmigrate starts Spark with: light defaults, the Kafka source jars, the caller's conf."""
+    conf = dict(DEFAULT_CONF)
+    conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={driver_log_config()}"
+    extra = dict(settings.conf)
+    user_jars = [j for j in extra.pop("spark.jars", "").split(",") if j]
+    conf["spark.jars"] = ",".join([str(p) for p in jars.jars] + user_jars)
+    conf.update(extra)
+    return conf
+
+
+def _active_session(master: str):
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        return None
+    if spark.sparkContext.master != master:
+        raise BadInput(
+            f"a Spark session on {spark.sparkContext.master} is already running in this process; "
+            f"cannot start another on {master}"
+        )
+    return spark
+
+
+def preflight(settings: SparkSettings) -> str:
+    """Check, before anything else runs, that Spark can start here: Java, the master, the --jars.
+
+    Returns the installed Spark version. Cheap: no JVM is started. BadInput says what is wrong.
+    """
+    version, _ = installed_spark()
+    check_java(version)
+    check_master(settings.master)
+    if settings.jars is not None:
+        kafka_source_jars(settings.jars)
+    return version
+
+
+@contextmanager
+def spark_session(settings: SparkSettings, progress: Callable[[str], None] = lambda msg: None) -> Iterator:
+    """A SparkSession with Spark's Kafka source; stopped on exit unless it was already running here.
+
+    An already active session of this process on the same master is reused (tests share one).
+    """
+    spark = _active_session(settings.master)
+    if spark is not None:
+        yield spark
+        return
+    version = preflight(settings)
+    jars = kafka_source_jars(settings.jars, progress)
+    conf = session_conf(settings, jars)
+    progress(f"starting Spark {version} on {settings.master}")
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # PySparkRuntimeError (gateway exited), Py4JJavaError
+        detail = " ".join(str(exc).split())[:300]
+        raise BadInput(f"Spark could not start on {settings.master}: {detail}") from None
+    spark.sparkContext.setLogLevel(conf.get("spark.log.level", "ERROR"))
+    try:
+        yield spark
+    finally:
+        spark.stop()

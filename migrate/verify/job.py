@@ -1,0 +1,194 @@
+"""The PySpark job: read bounded offset ranges with Spark's Kafka source and digest them in Spark SQL.
+
+The only module of ``migrate.verify`` that uses Spark. No record reaches Python: hashing and
+aggregation run in the JVM (``xxhash64`` per record, exact DECIMAL(38,0) sums per partition), and
+the driver collects one small row per partition.
+
+Reads are bounded: every partition is assigned with an explicit ``startingOffsets`` and
+``endingOffsets``, so records produced while the job runs are not read. The Kafka source makes one
+Spark partition per Kafka partition, so the job spreads over as many executors as there are
+partitions.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from migrate.verify.snapshot import Digest, Tail
+
+
+@dataclass(frozen=True)
+class ReadRange:
+    """Read ``[read_from, end)`` of one partition; digest ``[read_from, read_to)``, count the rest (the tail)."""
+
+    topic: str
+    partition: int
+    read_from: int
+    read_to: int
+    end: int
+    compacted: bool = False
+
+
+def _offsets_json(ranges: list[ReadRange], attr: str) -> str:
+    out: dict[str, dict[str, int]] = {}
+    for r in ranges:
+        out.setdefault(r.topic, {})[str(r.partition)] = getattr(r, attr)
+    return json.dumps(out)
+
+
+def _read(spark, kafka_options: dict[str, str], ranges: list[ReadRange], isolation_level: str, end_attr: str = "end"):
+    assign: dict[str, list[int]] = {}
+    for r in ranges:
+        assign.setdefault(r.topic, []).append(r.partition)
+    reader = spark.read.format("kafka")
+    for k, v in kafka_options.items():
+        reader = reader.option(k, v)
+    return (reader.option("assign", json.dumps(assign))
+            .option("startingOffsets", _offsets_json(ranges, "read_from"))
+            .option("endingOffsets", _offsets_json(ranges, end_attr))
+            .option("includeHeaders", "true")
+            .option("failOnDataLoss", "false")
+            .option("kafka.isolation.level", isolation_level)
+            .load())
+
+
+def _record_hashes(df, include_offsets: bool):
+    """Add ``h1`` and ``h2``: two independent 64-bit hashes of each record's content.
+
+    Null and empty are told apart (a flag before each nullable field); header order counts, as in Kafka.
+    """
+    from pyspark.sql import functions as F
+
+    headers = F.transform(
+        F.coalesce(F.col("headers"), F.array().cast("array<struct<key:string,value:binary>>")),
+        lambda h: F.struct(h["key"], h["value"].isNull(), F.coalesce(h["value"], F.lit(b"").cast("binary"))),
+    )
+    empty = F.lit(b"").cast("binary")
+    fields = [
+        F.col("key").isNull(), F.coalesce(F.col("key"), empty),
+        F.col("value").isNull(), F.coalesce(F.col("value"), empty),
+        headers, F.col("timestamp"),
+    ]
+    if include_offsets:
+        fields.insert(0, F.col("offset"))
+    return df.withColumn("h1", F.xxhash64(*fields)).withColumn("h2", F.xxhash64(F.lit("kmigrate-h2"), *fields))
+
+
+def _bounds(spark, ranges: list[ReadRange]):
+    from pyspark.sql import functions as F
+
+    rows = [(r.topic, r.partition, r.read_to) for r in ranges]
+    return F.broadcast(spark.createDataFrame(rows, "topic string, partition int, read_to long"))
+
+
+def _dec(col):
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.sum(col.cast("decimal(38,0)")), F.lit(0).cast("decimal(38,0)"))
+
+
+def _collect(rows) -> dict[tuple[str, int], tuple[Digest, Tail]]:
+    out = {}
+    for r in rows:
+        out[(r["topic"], r["partition"])] = (
+            Digest(int(r["records"]), int(r["hash1"]), int(r["hash2"]), r["first_offset"], r["last_offset"],
+                   int(r["raw_records"])),
+            Tail(int(r["tail_records"]), r["tail_first"], r["tail_last"]),
+        )
+    return out
+
+
+def digest_ranges(spark, kafka_options: dict[str, str], ranges: list[ReadRange], include_offsets: bool,
+                  isolation_level: str = "read_committed") -> dict[tuple[str, int], tuple[Digest, Tail]]:
+    """Digest and tail of every range (an empty range gives an empty digest), in one Spark read per kind.
+
+    Plain partitions: every record of ``[read_from, read_to)`` is hashed and summed. Compacted
+    partitions: the last record of each key in that range (null keys count one record each), tombstones
+    left out.
+    """
+    from pyspark.sql import functions as F
+
+    out: dict[tuple[str, int], tuple[Digest, Tail]] = {(r.topic, r.partition): (Digest(), Tail()) for r in ranges}
+    to_read = [r for r in ranges if r.end > r.read_from]
+    plain = [r for r in to_read if not r.compacted]
+    compacted = [r for r in to_read if r.compacted]
+    in_prefix = F.col("offset") < F.col("read_to")
+    when_prefix = lambda c: F.when(in_prefix, c)  # noqa: E731
+    when_tail = lambda c: F.when(~in_prefix, c)  # noqa: E731
+    if plain:
+        df = _read(spark, kafka_options, plain, isolation_level).join(_bounds(spark, plain), ["topic", "partition"])
+        df = _record_hashes(df, include_offsets)
+        agg = df.groupBy("topic", "partition").agg(
+            F.count_if(in_prefix).alias("records"),
+            F.count_if(in_prefix).alias("raw_records"),
+            _dec(when_prefix(F.col("h1"))).alias("hash1"),
+            _dec(when_prefix(F.col("h2"))).alias("hash2"),
+            F.min(when_prefix(F.col("offset"))).alias("first_offset"),
+            F.max(when_prefix(F.col("offset"))).alias("last_offset"),
+            F.count_if(~in_prefix).alias("tail_records"),
+            F.min(when_tail(F.col("offset"))).alias("tail_first"),
+            F.max(when_tail(F.col("offset"))).alias("tail_last"),
+        )
+        out.update(_collect(agg.collect()))
+    if compacted:
+        df = _read(spark, kafka_options, compacted, isolation_level).join(
+            _bounds(spark, compacted), ["topic", "partition"])
+        df = _record_hashes(df, include_offsets)
+        group_key = F.when(F.col("key").isNull(),
+                           F.concat(F.lit(b"\x00").cast("binary"), F.col("offset").cast("string").cast("binary"))
+                           ).otherwise(F.concat(F.lit(b"\x01").cast("binary"), F.col("key")))
+        per_key = df.withColumn("in_prefix", in_prefix).withColumn("gkey", group_key).groupBy(
+            "topic", "partition", "in_prefix", "gkey").agg(
+            F.count(F.lit(1)).alias("n"),
+            F.max_by("h1", "offset").alias("h1"),
+            F.max_by("h2", "offset").alias("h2"),
+            F.max_by(F.col("value").isNull(), "offset").alias("tombstone"),
+            F.min("offset").alias("lo"),
+            F.max("offset").alias("hi"),
+        )
+        live = F.col("in_prefix") & ~F.col("tombstone")
+        agg = per_key.groupBy("topic", "partition").agg(
+            F.count_if(live).alias("records"),
+            F.coalesce(F.sum(F.when(F.col("in_prefix"), F.col("n"))), F.lit(0)).alias("raw_records"),
+            _dec(F.when(live, F.col("h1"))).alias("hash1"),
+            _dec(F.when(live, F.col("h2"))).alias("hash2"),
+            F.min(F.when(F.col("in_prefix"), F.col("lo"))).alias("first_offset"),
+            F.max(F.when(F.col("in_prefix"), F.col("hi"))).alias("last_offset"),
+            F.coalesce(F.sum(F.when(~F.col("in_prefix"), F.col("n"))), F.lit(0)).alias("tail_records"),
+            F.min(F.when(~F.col("in_prefix"), F.col("lo"))).alias("tail_first"),
+            F.max(F.when(~F.col("in_prefix"), F.col("hi"))).alias("tail_last"),
+        )
+        out.update(_collect(agg.collect()))
+    return out
+
+
+def digest_first_records(spark, kafka_options: dict[str, str], ranges: list[ReadRange], limits: dict[tuple[str, int], int],
+                         include_offsets: bool, isolation_level: str = "read_committed") -> dict[tuple[str, int], Digest]:
+    """Digest of the first ``limits[(topic, partition)]`` records of each range, by offset.
+
+    Used across clusters, where offsets differ: when one side has more records than the other,
+    its first records are compared with the whole of the other side (a common prefix).
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    out: dict[tuple[str, int], Digest] = {}
+    to_read = [r for r in ranges if (r.topic, r.partition) in limits]
+    if not to_read:
+        return out
+    lim = F.broadcast(spark.createDataFrame(
+        [(r.topic, r.partition, limits[(r.topic, r.partition)]) for r in to_read], "topic string, partition int, lim long"))
+    df = _read(spark, kafka_options, to_read, isolation_level, end_attr="read_to").join(lim, ["topic", "partition"])
+    df = _record_hashes(df, include_offsets)
+    w = Window.partitionBy("topic", "partition").orderBy("offset")
+    df = df.withColumn("rn", F.row_number().over(w)).where(F.col("rn") <= F.col("lim"))
+    agg = df.groupBy("topic", "partition").agg(
+        F.count(F.lit(1)).alias("records"), _dec(F.col("h1")).alias("hash1"), _dec(F.col("h2")).alias("hash2"),
+        F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"))
+    for r in agg.collect():
+        out[(r["topic"], r["partition"])] = Digest(int(r["records"]), int(r["hash1"]), int(r["hash2"]),
+                                                   r["first_offset"], r["last_offset"], int(r["records"]))
+    for r in to_read:
+        out.setdefault((r.topic, r.partition), Digest())
+    return out

@@ -1,0 +1,137 @@
+"""Verify's sequence of side effects: capture offsets, run the Spark job, assemble snapshots, compare.
+
+``take_snapshot``, ``compare_with_cluster`` and ``verify_clusters`` are what the CLI calls. They
+take an open SparkSession (``migrate.adapters.spark.spark_session``) and ``KafkaSide`` objects, and
+the time as a string (no clock read here). Every read is bounded by offsets captured before Spark
+starts reading, so records produced meanwhile are never read into the compared range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from migrate.errors import BadInput
+from migrate.verify.compare import Report, compare_cross, compare_same, prefix_requests
+from migrate.verify.job import ReadRange, digest_first_records, digest_ranges
+from migrate.verify.offsets import KafkaSide
+from migrate.verify.snapshot import ISOLATION_LEVELS, PartitionSnapshot, Snapshot, select_topics
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which topics: named ones, a regex (``--include``), or (neither given) all non-internal topics."""
+
+    topics: tuple[str, ...] = ()
+    include: str | None = None
+
+
+def _check_isolation(level: str) -> None:
+    if level not in ISOLATION_LEVELS:
+        raise BadInput(f"--isolation-level {level!r}: choose read_committed or read_uncommitted")
+
+
+def plan_ranges(partitions: list[tuple[str, int]], offsets: dict[tuple[str, int], tuple[int, int]],
+                compacted: set[str], like: Snapshot | None = None) -> list[ReadRange]:
+    """What to read of each partition. Pure.
+
+    Fresh: ``[log start, end)``. Against an earlier snapshot: from that snapshot's ``read_from`` (or
+    the log start now, when records were deleted below it) up to its ``read_to``, and on to the end
+    captured now as the tail. The compacted flag is the earlier snapshot's, so both digest alike.
+    """
+    ref = like.partition_map() if like else {}
+    out = []
+    for tp in partitions:
+        log_start, end = offsets[tp]
+        r = ref.get(tp)
+        if r is None:
+            out.append(ReadRange(tp[0], tp[1], log_start, end, end, tp[0] in compacted))
+            continue
+        read_from = max(r.read_from, log_start)
+        read_to = max(read_from, min(r.read_to, end))
+        out.append(ReadRange(tp[0], tp[1], read_from, read_to, max(end, read_to), r.compacted))
+    return out
+
+
+def _snapshot(side: KafkaSide, spark, partitions: list[tuple[str, int]], compacted: set[str],
+              offsets: dict[tuple[str, int], tuple[int, int]], cluster_id: str, taken_at: str, include_offsets: bool,
+              isolation_level: str, like: Snapshot | None, progress: Progress) -> tuple[Snapshot, list[ReadRange]]:
+    ranges = plan_ranges(partitions, offsets, compacted, like)
+    total = sum(r.end - r.read_from for r in ranges)
+    progress(f"reading {len(ranges)} partitions ({total} offsets) of {side.settings.bootstrap_servers} with Spark")
+    digests = digest_ranges(spark, side.settings.spark_options(), ranges, include_offsets, isolation_level)
+    parts = []
+    for r in ranges:
+        digest, tail = digests[(r.topic, r.partition)]
+        log_start, end = offsets[(r.topic, r.partition)]
+        parts.append(PartitionSnapshot(r.topic, r.partition, r.compacted, log_start, end, r.read_from, r.read_to,
+                                       digest, tail))
+    snap = Snapshot(cluster_id, side.settings.bootstrap_servers, taken_at, include_offsets, isolation_level,
+                    tuple(parts), like.taken_at if like else None)
+    return snap, ranges
+
+
+def take_snapshot(side: KafkaSide, spark, scope: Scope, taken_at: str, isolation_level: str = "read_committed",
+                  like: Snapshot | None = None, progress: Progress = lambda msg: None) -> Snapshot:
+    """Snapshot the cluster's partitions in ``scope`` (or those of ``like``, against its ends)."""
+    _check_isolation(isolation_level)
+    view = side.view()
+    if like is not None:
+        if like.cluster_id != view.cluster_id:
+            raise BadInput(
+                f"the snapshot is of cluster {like.cluster_id} but {side.settings.bootstrap_servers} is cluster "
+                f"{view.cluster_id}: point --bootstrap-server at the cluster the snapshot was taken of"
+            )
+        partitions = [p.key for p in like.partitions if p.topic in view.partitions and p.partition in view.partitions[p.topic]]
+        topics = sorted({t for t, _ in partitions})
+        isolation_level = like.isolation_level
+    else:
+        topics = select_topics(list(view.partitions), scope.topics, scope.include)
+        partitions = [(t, p) for t in topics for p in view.partitions[t]]
+    progress(f"capturing offsets of {len(partitions)} partitions in {len(topics)} topics")
+    offsets = side.offsets(partitions, isolation_level)
+    compacted = side.compacted(topics)
+    snap, _ = _snapshot(side, spark, partitions, compacted, offsets, view.cluster_id, taken_at, True,
+                        isolation_level, like, progress)
+    return snap
+
+
+def compare_with_cluster(before: Snapshot, side: KafkaSide, spark, taken_at: str, fail_on_tail: bool = False,
+                         progress: Progress = lambda msg: None) -> tuple[Snapshot, Report]:
+    """Snapshot the cluster against ``before``'s ends and compare (the ``verify compare`` form)."""
+    after = take_snapshot(side, spark, Scope(), taken_at, before.isolation_level, like=before, progress=progress)
+    return after, compare_same(before, after, fail_on_tail)
+
+
+def verify_clusters(source: KafkaSide, target: KafkaSide, spark, scope: Scope, taken_at: str,
+                    isolation_level: str = "read_committed", fail_on_tail: bool = False,
+                    progress: Progress = lambda msg: None) -> Report:
+    """Compare two clusters (source and target of a mirror-based migration), partition by partition.
+
+    Topics are chosen on the source; a chosen topic missing on the target is a difference. Both
+    sides' offsets are captured before either is read.
+    """
+    _check_isolation(isolation_level)
+    sview, tview = source.view(), target.view()
+    topics = select_topics(list(sview.partitions), scope.topics, scope.include)
+    s_parts = [(t, p) for t in topics for p in sview.partitions[t]]
+    t_topics = [t for t in topics if t in tview.partitions]
+    t_parts = [(t, p) for t in t_topics for p in tview.partitions[t]]
+    progress(f"capturing offsets of {len(s_parts)} source and {len(t_parts)} target partitions")
+    s_offsets = source.offsets(s_parts, isolation_level)
+    t_offsets = target.offsets(t_parts, isolation_level)
+    s_compacted, t_compacted = source.compacted(topics), target.compacted(t_topics)
+    s_snap, s_ranges = _snapshot(source, spark, s_parts, s_compacted, s_offsets, sview.cluster_id, taken_at, False,
+                                 isolation_level, None, progress)
+    t_snap, t_ranges = _snapshot(target, spark, t_parts, t_compacted, t_offsets, tview.cluster_id, taken_at, False,
+                                 isolation_level, None, progress)
+    wanted = prefix_requests(s_snap, t_snap)
+    prefixes: dict = {"source": {}, "target": {}}
+    for label, side, ranges in (("source", source, s_ranges), ("target", target, t_ranges)):
+        if wanted[label]:
+            progress(f"digesting the first records of {len(wanted[label])} {label} partitions whose counts differ")
+            prefixes[label] = digest_first_records(spark, side.settings.spark_options(), ranges, wanted[label], False,
+                                                   isolation_level)
+    return compare_cross(s_snap, t_snap, prefixes, fail_on_tail)

@@ -1,0 +1,111 @@
+"""Spark adapter checks that need no JVM, and the CLI's bad-input paths that fail before any server is asked."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from migrate.adapters.spark import (SparkSettings, candidate_versions, check_master, installed_spark, parse_java_version,
+                                    parse_spark_conf, session_conf, source_candidates, KafkaSourceJars)
+from migrate.errors import BadInput
+
+
+def test_parse_java_version():
+    assert parse_java_version('openjdk version "17.0.15" 2025-04-15') == 17
+    assert parse_java_version('java version "1.8.0_292"') == 8
+    assert parse_java_version('openjdk version "21" 2023-09-19') == 21
+    assert parse_java_version("garbage") is None
+
+
+def test_candidates_stay_in_the_major_line_and_skip_incompatible_sources():
+    assert candidate_versions("4.3.0") == ["4.3.0", "4.2.0", "4.1.0", "4.0.0"]
+    assert candidate_versions("3.5.2") == ["3.5.2", "3.5.0", "3.4.0", "3.3.0", "3.2.0", "3.1.0", "3.0.0"]
+    assert source_candidates("4.3.0") == ["4.3.0", "4.2.0", "4.1.0"]
+    assert source_candidates("4.0.1") == ["4.0.1", "4.0.0"]
+
+
+def test_installed_spark_names_scala():
+    version, scala = installed_spark()
+    assert version.count(".") == 2 and scala in ("2.12", "2.13")
+
+
+def test_spark_conf_and_master_checks():
+    assert parse_spark_conf(["a=1", "b.c = x=y"]) == {"a": "1", "b.c": "x=y"}
+    with pytest.raises(BadInput, match="expected key=value"):
+        parse_spark_conf(["nokey"])
+    check_master("local[*]")
+    check_master("local[2]")
+    with pytest.raises(BadInput, match="--master"):
+        check_master("mars://x")
+    t0 = time.monotonic()
+    with pytest.raises(BadInput, match="does not answer"):
+        check_master("spark://127.0.0.1:1", timeout_s=2)
+    assert time.monotonic() - t0 < 10
+
+
+def test_session_conf_puts_kafka_jars_first_and_user_conf_wins(tmp_path):
+    jars = KafkaSourceJars("4.2.0", "2.13", (tmp_path / "a.jar",), exact=False)
+    conf = session_conf(SparkSettings(conf={"spark.jars": "/x/y.jar", "spark.sql.shuffle.partitions": "16"}), jars)
+    assert conf["spark.jars"] == f"{tmp_path / 'a.jar'},/x/y.jar"
+    assert conf["spark.sql.shuffle.partitions"] == "16"
+    assert conf["spark.ui.enabled"] == "false"
+
+
+def _kmigrate(args, env=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "migrate", *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, cwd=Path(__file__).resolve().parents[2])
+
+
+def _fake_java(tmp_path: Path, version: str) -> Path:
+    home = tmp_path / "jdk"
+    (home / "bin").mkdir(parents=True)
+    java = home / "bin" / "java"
+    java.write_text(f'#!/bin/sh\necho \'openjdk version "{version}" 2020-01-01\' >&2\n')
+    java.chmod(java.stat().st_mode | stat.S_IEXEC)
+    return home
+
+
+def test_too_old_java_is_one_line_exit_2(tmp_path):
+    home = _fake_java(tmp_path, "11.0.2")
+    r = _kmigrate(["verify", "snapshot", "--bootstrap-server", "127.0.0.1:1", "-o", str(tmp_path / "s.json")],
+                  env={"JAVA_HOME": str(home)})
+    assert r.returncode == 2, r.stderr
+    assert "needs Java 17 or later" in r.stderr and "is Java 11" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_no_java_is_one_line_exit_2(tmp_path):
+    env = {"JAVA_HOME": "", "PATH": str(Path(sys.executable).parent)}
+    r = _kmigrate(["verify", "--source-bootstrap", "a:1", "--target-bootstrap", "b:1"], env=env)
+    assert r.returncode == 2, r.stderr
+    assert "java not found" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["verify"], "give both --source-bootstrap and --target-bootstrap"),
+    (["verify", "--source-bootstrap", "a:1"], "give both"),
+    (["verify", "compare", "NOFILE.json"], "no such file"),
+    (["verify", "--topic", "x", "snapshot", "-o", "s.json", "--bootstrap-server", "a:1"], "goes after `verify snapshot`"),
+    (["verify", "snapshot", "-o", "s.json", "--bootstrap-server", "a:1", "--jars", "/nonexistent.jar"], "no such file"),
+    (["verify", "snapshot", "-o", "s.json", "--bootstrap-server", "a:1", "--spark-conf", "x"], "key=value"),
+    (["verify", "snapshot", "-o", "/nonexistent-dir/s.json", "--bootstrap-server", "a:1"], "does not exist"),
+])
+def test_bad_input_is_one_line_exit_2(tmp_path, args, message):
+    r = _kmigrate(args)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_snapshot_not_ours_is_exit_2(tmp_path):
+    f = tmp_path / "other.json"
+    f.write_text('{"some": "other tool"}')
+    r = _kmigrate(["verify", "compare", str(f), "--against", str(f)])
+    assert r.returncode == 2 and "is not a kmigrate verify snapshot" in r.stderr
