@@ -414,6 +414,17 @@ class WriteProbe:
             self._stop.wait(self.interval_s)
         self._gap(time.monotonic() - last_ok, last_ok)
 
+    def wait_writes(self, count: int, timeout_s: float) -> bool:
+        """Block until ``count`` more writes have been committed (a baseline before the change, a
+        recovery after it); False when that takes longer than ``timeout_s``."""
+        goal = self.report.writes_ok + count
+        deadline = time.monotonic() + timeout_s
+        while self.report.writes_ok < goal:
+            if time.monotonic() > deadline or (self._thread is not None and not self._thread.is_alive()):
+                return False
+            time.sleep(0.01)
+        return True
+
     def _gap(self, gap_s: float, since: float) -> None:
         if gap_s * 1000 > self.report.longest_stall_ms:
             self.report.longest_stall_ms = round(gap_s * 1000, 1)

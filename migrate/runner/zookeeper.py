@@ -273,8 +273,7 @@ class ZooKeeperChange:
             return result
 
         self._wait_joiners(committed, joiners, leader, result)
-        synced = self._synced_ids(committed, leader, joiners)
-        problem = quorum_problem(target, synced)
+        problem = self._wait_quorum(committed, target, leader, joiners)
         if problem:
             raise BadInput(problem + "; nothing was changed")
 
@@ -284,6 +283,7 @@ class ZooKeeperChange:
         zk.write(sentinel_path, sentinel)
         probe = zka.WriteProbe(_addresses(committed.servers + target.servers), self.auth, zka.new_marker("write-probe"))
         probe.start()
+        probe.wait_writes(10, timeout_s=10)  # a baseline of committed writes before the change
         stall = None
         try:
             if req.step_by_step:
@@ -292,6 +292,12 @@ class ZooKeeperChange:
                 self._apply(zk, single_reconfig(committed, target), target, result)
             self.progress("waiting for a leader among the new voters")
             outcome = self._wait_outcome(target, removed, require_sync=False)
+            self.progress("waiting for writes to commit again")
+            if not probe.wait_writes(10, timeout_s=self.req.post_timeout_s):
+                result.warnings.append(
+                    f"the write probe committed no write for {self.req.post_timeout_s:.0f} s after the change: "
+                    "the stall figure is a lower bound"
+                )
         except BadInput:
             # ZooKeeper refused the change (nothing applied): leave no marker behind
             probe.stop()
@@ -310,8 +316,8 @@ class ZooKeeperChange:
             read_back = fresh.read(sentinel_path)
             if read_back != sentinel:
                 problems.append(f"the sentinel znode {sentinel_path} reads back {read_back!r}, not what was written")
-        if read_back == sentinel:
-            self._remove_marker(_addresses(target.voters), sentinel_path)
+        if read_back == sentinel:  # ours, and any an interrupted earlier run left behind
+            self._remove_marker(_addresses(target.voters), None)
         result.checks = {
             "leader": outcome.leader_id,
             "leader_among_new_voters": outcome.leader_id in target.voter_ids,
@@ -337,6 +343,7 @@ class ZooKeeperChange:
         self.progress("the target config is already committed; checking the ensemble")
         outcome = self._wait_outcome(target, result.removed, require_sync=True, timeout_s=min(30.0, self.req.post_timeout_s))
         result.status = "already-committed"
+        self._remove_marker(_addresses(target.voters), None)  # left by a run that was killed
         result.committed_after = committed.render()
         result.version_after = committed.version_hex
         result.checks = {
@@ -514,6 +521,21 @@ class ZooKeeperChange:
             )
             time.sleep(0.5)
 
+    def _wait_quorum(self, committed: DynamicConfig, goal: DynamicConfig, leader: int | None,
+                     joiners: tuple[Server, ...], timeout_s: float = 15.0) -> str | None:
+        """None once enough of ``goal``'s voters are up and caught up to form a quorum; else why not.
+
+        Retried for a while: under a steady write load a follower read a moment after the leader
+        may trail it by a few transactions.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            problem = quorum_problem(goal, self._synced_ids(committed, leader, joiners))
+            if problem is None or time.monotonic() > deadline:
+                return problem
+            self.progress(f"waiting for a quorum of the new config to be in sync: {problem}")
+            time.sleep(0.5)
+
     def _synced_ids(self, committed: DynamicConfig, leader: int | None, joiners: tuple[Server, ...]) -> set[int]:
         """Servers (old and joining) that are up and caught up with the leader right now."""
         states = _states(committed.servers)
@@ -583,11 +605,17 @@ class ZooKeeperChange:
             )
         return new
 
-    def _remove_marker(self, addresses: list[str], path: str) -> None:
-        """Delete a sentinel (and ``/kmigrate`` when it is left empty); best effort."""
+    def _remove_marker(self, addresses: list[str], path: str | None) -> None:
+        """Delete a sentinel (``None``: every sentinel and probe znode an interrupted run left behind),
+        then ``/kmigrate`` when it is empty; best effort."""
         try:
             with zka.ZooKeeper.connect(",".join(addresses), self.auth) as fresh:
-                fresh.delete(path)
+                if path is not None:
+                    fresh.delete(path)
+                else:
+                    for child in fresh.children("/kmigrate") or []:
+                        if child.startswith(("sentinel-", "write-probe-")):
+                            fresh.delete(f"/kmigrate/{child}")
                 if not fresh.children("/kmigrate"):
                     fresh.delete("/kmigrate")
         except Exception:
@@ -639,7 +667,7 @@ class ZooKeeperChange:
                 # the joiner of this step must be caught up; the step's config must have a synced quorum
                 joiners = tuple(s for s in rc.joining if current.get(s.id) is None or not current.get(s.id).is_voter)
                 self._wait_joiners(current, joiners, leader, result)
-                problem = quorum_problem(step_goal, self._synced_ids(current, leader, joiners))
+                problem = self._wait_quorum(current, step_goal, leader, joiners)
                 if problem:
                     raise StepFailed(f"step {rc.describe()} cannot run: {problem}; run again to continue from version {current.version_hex}")
                 current = self._apply(session, rc, target, result, step_target=step_goal)

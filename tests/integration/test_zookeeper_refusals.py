@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from migrate.adapters import fourletter
+
 from zkswap_support import (
     addresses, committed, restart_joiner_with, run_cli, spec_of, wait_until, wipe_server, zk_nodes,
 )
@@ -76,6 +78,16 @@ def test_a_joiner_that_is_down_is_named_and_nothing_changes(cluster):
         cluster.start_joiners(zk_nodes(cluster, (6,)))
 
 
+def test_a_new_config_that_cannot_form_a_quorum_is_refused(cluster):
+    """Voter 2 is down: keeping it and adding 5 while removing 1 and 4 gives {2, 5}, which needs both."""
+    cluster.stop("zookeeper-2")
+    try:
+        _refused(cluster, ["zookeeper", "--zookeeper", _voters(cluster), "--add", spec_of(zk_nodes(cluster, (5,))[0]),
+                           "--remove", "1,4"], "need 2 up and in sync to form a quorum", "servers [2]", "nothing was changed")
+    finally:
+        cluster.start("zookeeper-2")
+
+
 def test_a_joiner_listed_as_participant_is_refused(cluster):
     """Joiners 5 and 6 started with the target config (both participants): an ensemble of their own."""
     z5, z6 = zk_nodes(cluster, (5, 6))
@@ -122,7 +134,19 @@ def _restart_voters_with(cluster, edit) -> None:
     for name in voters:
         cluster.start(name, wait=False)
     cluster.wait_zookeeper(voters, timeout_s=90)
-    wait_until(lambda: committed(_voters(cluster)).voter_ids == (1, 2, 4), 60, "the ensemble back")
+    # settled: every voter serves the same config, unchanged for a few seconds
+    seen: list = []
+
+    def settled() -> bool:
+        try:
+            views = {fourletter.conf_membership(z.host, z.client_port) for z in zk_nodes(cluster, (1, 2, 4))}
+        except OSError:
+            views = set()
+        seen.append(views.pop() if len(views) == 1 else None)
+        return len(seen) >= 6 and seen[-1] is not None and len(set(seen[-6:])) == 1
+
+    wait_until(settled, 90, "the ensemble back and settled")
+    assert committed(_voters(cluster)).voter_ids == (1, 2, 4)
 
 
 def test_acl_enforced_needs_zk_auth_of_a_super_user(cluster):

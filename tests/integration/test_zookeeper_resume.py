@@ -11,7 +11,9 @@ import signal
 
 import pytest
 
-from zkswap_support import addresses, committed, figure, run_cli, run_json, seed, spec_of, tree, wait_until, zk_nodes
+from zkswap_support import (
+    addresses, committed, figure, run_cli, run_json, seed, session, spec_of, tree, wait_until, zk_nodes,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -44,6 +46,12 @@ def test_killed_after_sending_the_reconfig_then_rerun_confirms(cluster):
     assert committed(new).version == killed_version  # not reconfigured twice
     assert result["checks"]["leader"] in (4, 5, 6)
     assert tree(new) == before_tree
+    zk = session(new)
+    try:
+        assert not zk.exists("/kmigrate"), "the killed run's sentinel and probe znodes are cleaned up by the rerun"
+    finally:
+        zk.stop()
+        zk.close()
     STATE["done"] = True
 
 
@@ -72,4 +80,10 @@ def test_step_by_step_killed_after_its_second_step_resumes_from_the_committed_co
     after = committed(new)
     assert after.voter_ids == (7, 8) and after.observer_ids == ()
     assert tree(new) == before_tree
+    zk = session(new)
+    try:
+        assert not zk.exists("/kmigrate")
+    finally:
+        zk.stop()
+        zk.close()
 

@@ -270,7 +270,7 @@ def test_step_by_step_keeps_a_majority_at_every_step(case):
 
 
 @given(changes())
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 def test_replanning_from_any_intermediate_config_reaches_the_same_target(case):
     """Resuming an interrupted step-by-step run from the committed config converges on the target."""
     committed, change, leader = case
