@@ -115,7 +115,7 @@ def audit_durability(snapshot: ClusterSnapshot) -> list[Finding]:
                                        f"min.insync.replicas {mir} > replication factor {rf}: producers with acks=all "
                                        f"cannot write; set min.insync.replicas to {max(1, rf - 1)} or raise the replication factor",
                                        forceable=True, blocks="partitions"))
-                elif mir == rf:
+                elif mir == rf and rf > 1:  # RF 1 is reported by the replication-factor rule
                     out.append(Finding("warning", "durability.min_insync_equals_rf", subject,
                                        f"min.insync.replicas {mir} == replication factor {rf}: one replica down "
                                        f"(also while it catches up) stops acks=all writes; use {max(1, rf - 1)}"))

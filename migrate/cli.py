@@ -13,6 +13,8 @@ import typer
 from rich.console import Console
 
 from migrate import __version__
+from migrate.commands import canary as canary_cmd
+from migrate.commands import plan as plan_cmd
 from migrate.commands import sandbox as sandbox_cmd
 from migrate.commands import verify as verify_cmd
 from migrate.commands import zookeeper as zookeeper_cmd
@@ -30,6 +32,10 @@ app = typer.Typer(
 
 # One line per command group; each module owns its own options.
 app.add_typer(sandbox_cmd.app, name="sandbox")
+app.command("inspect")(plan_cmd.inspect)
+app.command("plan")(plan_cmd.plan)
+app.add_typer(plan_cmd.topics_app, name="topics")
+app.command("canary")(canary_cmd.canary)
 app.add_typer(zookeeper_cmd.app, name="zookeeper")
 app.add_typer(verify_cmd.app, name="verify")
 
@@ -53,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app and map typed errors to exit codes."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
-        app(args=argv, standalone_mode=False)
+        rc = app(args=argv, standalone_mode=False)  # typer.Exit(code) comes back as the return value here
     except KmigrateError as exc:
         err.print(f"kmigrate: error: {exc.message}", markup=False)
         sys.exit(exc.exit_code)
@@ -72,4 +78,4 @@ def main(argv: list[str] | None = None) -> None:
             exc.show()
             sys.exit(exc.exit_code if exc.exit_code else EXIT_BAD_INPUT)
         raise
-    sys.exit(0)
+    sys.exit(rc if isinstance(rc, int) else 0)

@@ -21,7 +21,7 @@ class OutputFormat(str, enum.Enum):
 OUTPUT_OPTION = typer.Option(OutputFormat.text, "--output", "-O", help="text for people, json for automation.")
 
 console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def emit_json(data: Any) -> None:

@@ -1,0 +1,108 @@
+"""Read a live cluster into a :class:`migrate.model.ClusterSnapshot` (what ``kmigrate inspect`` saves).
+
+Reads, each with a timeout: the committed ZooKeeper config and its version, each server's version
+and mode (``srvr``), whether reconfig is enabled (a guarded reconfig that cannot apply), brokers
+with rack and static ``zookeeper.connect``, the controller, topics with replicas / ISR / leaders,
+the topic configs that matter, partition sizes (``DescribeLogDirs``) and reassignments in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Callable
+
+from migrate.adapters.kafka import ReassignmentAdmin, broker_static_configs
+from migrate.adapters.zookeeper import ZooKeeper, server_state, split_connect
+from migrate.clientconfig import ClientSettings
+from migrate.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble, parse_zookeeper_config
+
+log = logging.getLogger("kmigrate.inspect")
+
+TOPIC_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable", "cleanup.policy", "retention.ms")
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def inspect_zookeeper(connect: str, auth: list[tuple[str, str]] | None = None, timeout_s: float = 15.0,
+                      probe_reconfig: bool = True) -> tuple[ZkEnsemble, ZooKeeper]:
+    """The ensemble as a :class:`ZkEnsemble`, and the open session (the caller closes it)."""
+    hosts, _chroot = split_connect(connect)
+    zk = ZooKeeper.connect(hosts, auth, timeout_s)
+    raw = zk.read("/zookeeper/config") or b""
+    servers, version = parse_zookeeper_config(raw.decode("utf-8", "replace"))
+    versions: dict[int, str] = {}
+    modes: dict[int, str] = {}
+    for server in servers:
+        state = server_state(server.client_address, timeout_s=min(timeout_s, 3.0))
+        modes[server.id] = state.mode or "unreachable"
+        if state.version:
+            versions[server.id] = state.version
+    enabled = None
+    if probe_reconfig and servers:
+        enabled = zk.probe_reconfig() is None
+    ensemble = ZkEnsemble(connect=connect, config_version=version, servers=servers, reconfig_enabled=enabled,
+                          server_versions=versions, server_modes=modes)
+    return ensemble, zk
+
+
+def inspect_cluster(settings: ClientSettings, zookeeper_connect: str, auth: list[tuple[str, str]] | None = None,
+                    timeout_s: float = 15.0, sizes: bool = True,
+                    progress: Callable[[str], None] = lambda msg: None) -> ClusterSnapshot:
+    """Everything the planner and the audit need, read from the live cluster."""
+    progress("reading ZooKeeper")
+    ensemble, zk = inspect_zookeeper(zookeeper_connect, auth, timeout_s)
+    try:
+        _hosts, chroot = split_connect(zookeeper_connect)
+        registered = {int(i) for i in (zk.children(f"{chroot}/brokers/ids") or []) if i.isdigit()}
+        cluster_id_raw = zk.read(f"{chroot}/cluster/id")
+        controller_raw = zk.read(f"{chroot}/controller")
+        registrations = {b: zk.read(f"{chroot}/brokers/ids/{b}") for b in registered}
+    finally:
+        zk.close()
+    cluster_id = json.loads(cluster_id_raw)["id"] if cluster_id_raw else None
+    controller = json.loads(controller_raw)["brokerid"] if controller_raw else None
+
+    progress("reading Kafka metadata")
+    admin = ReassignmentAdmin(settings, timeout_s=timeout_s)
+    try:
+        topics, live = admin.describe_and_brokers()
+        statics = broker_static_configs(admin.admin, sorted(live), ("zookeeper.connect", "broker.rack"), timeout_s)
+        brokers = []
+        hosting = {r for t in topics.values() for p in t.partitions for r in p.replicas}
+        for b in sorted(set(live) | registered | hosting):
+            reg = json.loads(registrations[b]) if registrations.get(b) else {}
+            host, _, port = live.get(b, "").rpartition(":")
+            static = statics.get(b, {})
+            brokers.append(Broker(
+                id=b, host=host or reg.get("host") or "", port=int(port) if port else int(reg.get("port") or 0),
+                rack=static.get("broker.rack") or reg.get("rack"), version=None,
+                zookeeper_connect=static.get("zookeeper.connect"), alive=b in live and b in registered,
+            ))
+        progress(f"reading configs of {len(topics)} topics")
+        configs = admin.topic_configs(sorted(topics), TOPIC_CONFIGS)
+        replica_sizes: dict[tuple[str, int, int], int] = {}
+        if sizes and topics:
+            progress("reading partition sizes (DescribeLogDirs)")
+            replica_sizes = admin.replica_sizes(sorted(live), {t: [p.partition for p in topic.partitions]
+                                                               for t, topic in topics.items()})
+        ongoing = {k: (v.adding, v.removing) for k, v in admin.list_reassignments().items()}
+    finally:
+        admin.close()
+    size_by_partition: dict[tuple[str, int], int] = {}
+    for (t, p, _b), size in replica_sizes.items():
+        size_by_partition[(t, p)] = max(size_by_partition.get((t, p), 0), size)
+    out_topics = tuple(
+        Topic(
+            name=name,
+            internal=name in INTERNAL_TOPICS,
+            configs=configs.get(name, {}),
+            partitions=tuple(
+                Partition(p.partition, p.replicas, p.isr, p.leader,
+                          size_by_partition.get((name, p.partition)) if sizes else None)
+                for p in topic.partitions
+            ),
+        )
+        for name, topic in sorted(topics.items())
+    )
+    return ClusterSnapshot(cluster_id=cluster_id, controller_id=controller, zookeeper=ensemble,
+                           brokers=tuple(brokers), topics=out_topics, ongoing_reassignments=ongoing)

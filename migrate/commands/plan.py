@@ -1,0 +1,269 @@
+"""``kmigrate inspect``, ``kmigrate plan`` and ``kmigrate topics create``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from migrate.clientconfig import ClientSettings, client_settings, translate
+from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
+from migrate.errors import EXIT_FAILURE, BadInput
+from migrate.model import ClusterSnapshot, ZkEnsemble, snapshot_from_json, snapshot_to_dict, snapshot_to_json
+from migrate.plan import Plan, plan_to_dict, plan_to_json
+from migrate.playbook import Playbook, format_bytes, format_rate, load_playbook
+
+PLAYBOOK_OPTION = typer.Option(None, "--playbook", "-p", help="Migration playbook (YAML); copy one from playbooks/.")
+BOOTSTRAP_OPTION = typer.Option(None, "--bootstrap-server", help="Kafka bootstrap servers (default: the playbook's).")
+ZOOKEEPER_OPTION = typer.Option(None, "--zookeeper", help="ZooKeeper connect string, chroot included (default: the playbook's).")
+COMMAND_CONFIG_OPTION = typer.Option(None, "--command-config", help="Kafka client properties file (SASL/SSL).")
+ZK_AUTH_OPTION = typer.Option(None, "--zk-auth", help="ZooKeeper digest auth user:password, if the ensemble needs it.")
+
+topics_app = typer.Typer(help="Create topics with explicit, rack-aware assignments (off retiring brokers).",
+                         no_args_is_help=True)
+
+
+def resolve_connection(playbook: Playbook | None, bootstrap: str | None, zookeeper: str | None,
+                       command_config: Path | None) -> tuple[ClientSettings, str | None]:
+    """Kafka client settings and the ZooKeeper connect string, flags first, then the playbook."""
+    extra: dict[str, str] = {}
+    if playbook is not None:
+        extra = {k: str(v) for k, v in playbook.kafka.client_settings().items() if k != "bootstrap.servers"}
+        bootstrap = bootstrap or playbook.kafka.bootstrap_servers
+        zookeeper = zookeeper or playbook.zookeeper.connect
+    settings = client_settings(bootstrap, command_config, extra)
+    return settings, zookeeper
+
+
+def _auth(text: str | None) -> list[tuple[str, str]] | None:
+    from migrate.adapters.zookeeper import parse_auth
+
+    return parse_auth(text) or None
+
+
+def read_snapshot(settings: ClientSettings, zookeeper: str | None, zk_auth: str | None, sizes: bool = True) -> ClusterSnapshot:
+    if not zookeeper:
+        raise BadInput("no ZooKeeper connect string: give --zookeeper host:port[,...][/chroot] or a playbook")
+    from migrate.adapters.inspector import inspect_cluster
+
+    with console.status("inspecting the cluster") as status:
+        return inspect_cluster(settings, zookeeper, _auth(zk_auth), sizes=sizes, progress=status.update)
+
+
+def inspect(
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Write the cluster file here (what plan --cluster-file reads)."),
+    playbook: Optional[Path] = PLAYBOOK_OPTION,
+    bootstrap_server: Optional[str] = BOOTSTRAP_OPTION,
+    zookeeper: Optional[str] = ZOOKEEPER_OPTION,
+    command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
+    zk_auth: Optional[str] = ZK_AUTH_OPTION,
+    no_sizes: bool = typer.Option(False, "--no-sizes", help="Skip partition sizes (DescribeLogDirs)."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Read the live cluster (ZooKeeper config, brokers, topics, configs, sizes) into a cluster file."""
+    pb = load_playbook(playbook) if playbook else None
+    settings, zk = resolve_connection(pb, bootstrap_server, zookeeper, command_config)
+    snapshot = read_snapshot(settings, zk, zk_auth, sizes=not no_sizes)
+    if out:
+        out.write_text(snapshot_to_json(snapshot))
+    if output == OutputFormat.json:
+        emit_json(snapshot_to_dict(snapshot))
+        return
+    _print_snapshot(snapshot)
+    if out:
+        console.print(f"cluster file written to {out}")
+
+
+def _print_snapshot(s: ClusterSnapshot) -> None:
+    zk = s.zookeeper
+    console.print(f"cluster {s.cluster_id}  controller {s.controller_id}  "
+                  f"ZooKeeper config version {hex(zk.config_version) if zk.config_version is not None else '?'}  "
+                  f"reconfig {'enabled' if zk.reconfig_enabled else 'disabled' if zk.reconfig_enabled is False else 'unknown'}")
+    table = Table("ZooKeeper", "address", "role", "mode", "version")
+    for server in zk.servers:
+        table.add_row(str(server.id), server.client_address, server.role, zk.server_modes.get(server.id, "?"),
+                      zk.server_versions.get(server.id, "?"))
+    console.print(table)
+    table = Table("broker", "address", "rack", "alive")
+    table.add_column("zookeeper.connect", overflow="fold")
+    for b in s.brokers:
+        table.add_row(str(b.id), f"{b.host}:{b.port}", b.rack or "-", "yes" if b.alive else "NO", b.zookeeper_connect or "?")
+    console.print(table)
+    parts = sum(len(t.partitions) for t in s.topics)
+    size = sum(p.size_bytes or 0 for t in s.topics for p in t.partitions)
+    console.print(f"{len(s.topics)} topics, {parts} partitions, {format_bytes(size)} (largest replica per partition)")
+
+
+def plan(
+    playbook: Optional[Path] = PLAYBOOK_OPTION,
+    cluster_file: Optional[Path] = typer.Option(None, "--cluster-file", help="Plan offline from a file written by kmigrate inspect."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Write the plan here (what zookeeper, partitions and verify read)."),
+    reassignment_json: Optional[Path] = typer.Option(None, "--reassignment-json", help="Also write the moves for kafka-reassign-partitions.sh."),
+    from_reassignment_json: Optional[Path] = typer.Option(None, "--from-reassignment-json", help="Import the moves from a kafka-reassign-partitions.sh file."),
+    bootstrap_server: Optional[str] = BOOTSTRAP_OPTION,
+    zookeeper: Optional[str] = ZOOKEEPER_OPTION,
+    command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
+    zk_auth: Optional[str] = ZK_AUTH_OPTION,
+    force: bool = typer.Option(False, "--force", help="Let forceable audit errors pass (never a degraded cluster)."),
+    allow_merge: bool = typer.Option(False, "--allow-merge", help="Allow two old brokers to map to one new broker."),
+    topics_shown: int = typer.Option(30, "--topics-shown", help="Topics listed on screen (largest first); the files have all."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Audit durability, plan every partition's target replicas and the ZooKeeper change, and print the runbook.
+
+    Exit 0: no blocking finding; 1: the audit found errors that stop the migration (the plan is still written);
+    2: bad input (nothing written).
+    """
+    from migrate.planner import build_plan, plan_from_reassignment_json
+    from migrate.plan import reassignment_json as to_reassignment_json
+
+    if playbook is None and from_reassignment_json is None:
+        raise BadInput("kmigrate plan needs --playbook FILE (copy one from playbooks/), or --from-reassignment-json FILE")
+    pb = load_playbook(playbook) if playbook else None
+    if cluster_file:
+        try:
+            text = cluster_file.read_text()
+        except OSError as exc:
+            raise BadInput(f"--cluster-file {cluster_file}: {exc.strerror or exc}") from None
+        snapshot = snapshot_from_json(text, str(cluster_file))
+    else:
+        settings, zk = resolve_connection(pb, bootstrap_server, zookeeper, command_config)
+        snapshot = read_snapshot(settings, zk, zk_auth)
+    plan_name = str(out) if out else "plan.json"
+    if from_reassignment_json:
+        try:
+            text = from_reassignment_json.read_text()
+        except OSError as exc:
+            raise BadInput(f"--from-reassignment-json {from_reassignment_json}: {exc.strerror or exc}") from None
+        kwargs = {}
+        if pb is not None:
+            kwargs = dict(throttle_bytes_per_s=pb.migration.throttle_bytes_per_s,
+                          bookkeeping_topic=pb.migration.bookkeeping_topic,
+                          max_partition_moves_per_broker=pb.migration.max_partition_moves_per_broker)
+        result = plan_from_reassignment_json(text, snapshot, source=str(from_reassignment_json), plan_file=plan_name, **kwargs)
+    else:
+        assert pb is not None
+        result = build_plan(snapshot, pb, allow_merge=allow_merge, plan_file=plan_name)
+    if out:
+        out.write_text(plan_to_json(result))
+    if reassignment_json:
+        reassignment_json.write_text(to_reassignment_json(result))
+    if output == OutputFormat.json:
+        emit_json(plan_to_dict(result))
+    else:
+        print_plan(result, topics_shown)
+        if out:
+            console.print(f"plan written to {out}")
+        if reassignment_json:
+            console.print(f"reassignment file for kafka-reassign-partitions.sh written to {reassignment_json}")
+    blocking = result.errors(force=force)
+    if blocking:
+        err_console.print(f"kmigrate: {len(blocking)} audit error(s) stop the migration: {blocking[0].message}"
+                          + (" (and more above)" if len(blocking) > 1 else ""), markup=False)
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def print_plan(p: Plan, topics_shown: int = 30) -> None:
+    """The plan for a person: audit, ZooKeeper change, data to move, broker load, runbook."""
+    console.rule(f"plan {p.plan_id}")
+    style = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+    if p.findings:
+        console.print("[bold]audit[/]")
+        for f in p.findings:
+            console.print(f"  [{style.get(f.severity, '')}]{f.severity}[/] {f.code} ({f.subject}): ", end="")
+            console.print(f.message, markup=False)
+    for w in p.warnings:
+        console.print(f"[yellow]warning:[/] {w}", markup=True)
+    if p.zookeeper is not None:
+        z = p.zookeeper
+        console.print(f"ZooKeeper: voters {list(z.voters_before)} -> {list(z.voters_after)}"
+                      + ("  (already done)" if z.already_done else ""))
+        console.print(f"  reconfig: {z.reconfig_command}", markup=False)
+        console.print(f"  zookeeper.connect during: {z.connect_during}", markup=False)
+        console.print(f"  zookeeper.connect after:  {z.connect_after}", markup=False)
+    totals = sorted(p.topic_totals, key=lambda t: (-t.bytes_to_move, t.topic))
+    moving = [t for t in totals if t.partitions_moved]
+    table = Table("topic", "partitions", "moved", "bytes to move", title="data to move")
+    for t in moving[:topics_shown]:
+        table.add_row(t.topic, str(t.partitions), str(t.partitions_moved), format_bytes(t.bytes_to_move)
+                      + (f" (+{t.unknown_sizes} unknown)" if t.unknown_sizes else ""))
+    if len(moving) > topics_shown:
+        table.add_row(f"... and {len(moving) - topics_shown} more topics", "", "", "")
+    console.print(table)
+    table = Table("broker", "role", "bytes in", "bytes out", "replicas before", "replicas after", "leaders after",
+                  title="brokers after the move")
+    for b in p.broker_totals:
+        table.add_row(str(b.broker), b.role, format_bytes(b.bytes_in), format_bytes(b.bytes_out),
+                      str(b.replicas_before), str(b.replicas_after), str(b.leaders_after))
+    console.print(table)
+    console.print(f"{len(p.moves)} partitions to move, {format_bytes(p.total_bytes)} in all; at "
+                  f"{format_rate(p.throttle_bytes_per_s)} about {_duration(p.estimated_seconds)}")
+    console.print("[bold]runbook[/]")
+    for step in p.runbook:
+        console.print(f"  {step.number:>2}. [bold]{step.actor}[/]: ", end="")
+        console.print(step.command, markup=False)
+        console.print(f"      {step.description}", markup=False)
+        console.print(f"      check: {step.check}", markup=False)
+
+
+def _duration(seconds: int) -> str:
+    h, rest = divmod(int(seconds), 3600)
+    m, s = divmod(rest, 60)
+    return f"{h} h {m} min" if h else f"{m} min {s} s" if m else f"{s} s"
+
+
+@topics_app.command("create")
+def topics_create(
+    name: str = typer.Argument(..., help="Topic name."),
+    partitions: int = typer.Option(..., "--partitions", help="Number of partitions."),
+    replication_factor: int = typer.Option(..., "--replication-factor", help="Replicas per partition."),
+    exclude_brokers: Optional[str] = typer.Option(None, "--exclude-brokers", help="Brokers to leave out, e.g. the retiring 1,2,3."),
+    start_broker: Optional[int] = typer.Option(None, "--start-broker", help="Broker of partition 0's first replica."),
+    config: list[str] = typer.Option([], "--config", help="Topic config name=value (repeatable)."),
+    bootstrap_server: Optional[str] = BOOTSTRAP_OPTION,
+    command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
+    rack_separator: str = typer.Option("/", "--rack-separator", help="Separator of availability and fault domain in broker.rack."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the assignment, create nothing."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Create a topic with explicit round-robin assignments across availability and fault domains."""
+    from migrate.adapters.kafka import ReassignmentAdmin
+    from migrate.placement import assign_new_topic
+
+    configs = {}
+    for item in config:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BadInput(f"--config {item!r}: expected name=value, like min.insync.replicas=2")
+        configs[key.strip()] = value.strip()
+    settings = client_settings(bootstrap_server, command_config)
+    admin = ReassignmentAdmin(settings)
+    try:
+        existing = admin.describe([name])
+        if name in existing:
+            raise BadInput(f"topic {name} already exists: choose another name, or move it with kmigrate partitions")
+        snapshot = ClusterSnapshot(zookeeper=ZkEnsemble(connect=""), brokers=tuple(admin.brokers()))
+        excluded = parse_id_list(exclude_brokers, "--exclude-brokers")
+        unknown = sorted(set(excluded) - {b.id for b in snapshot.brokers})
+        if unknown:
+            raise BadInput(f"--exclude-brokers names broker(s) {unknown} that are not alive in the cluster")
+        placement = assign_new_topic(snapshot, partitions, replication_factor, topic=name, exclude_brokers=excluded,
+                                     start_broker=start_broker, separator=rack_separator)
+        if not dry_run:
+            admin.create_topic(name, placement.as_lists(), configs)
+    finally:
+        admin.close()
+    if output == OutputFormat.json:
+        emit_json({"topic": name, "created": not dry_run, "assignments": placement.as_lists(),
+                   "warnings": list(placement.warnings), "configs": configs})
+        return
+    for w in placement.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
+    table = Table("partition", "replicas (first = preferred leader)")
+    for i, replicas in enumerate(placement.assignments):
+        table.add_row(str(i), ",".join(map(str, replicas)))
+    console.print(table)
+    console.print(("would create " if dry_run else "created ") + f"topic {name} "
+                  f"(kafka-topics.sh form: --replica-assignment {placement.replica_assignment})")
