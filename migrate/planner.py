@@ -106,11 +106,11 @@ class _Direct:
 
 
 RUNBOOK_COMMANDS = {
-    "audit": "kmigrate audit --plan {plan}",
-    "zookeeper": "kmigrate zookeeper --add {add} --remove {remove}",
-    "verify_snapshot": "kmigrate verify snapshot --plan {plan}",
-    "partitions": "kmigrate partitions --plan {plan}",
-    "verify_compare": "kmigrate verify compare --plan {plan}",
+    "audit": "kmigrate plan --playbook {playbook} -o {plan}",
+    "zookeeper": "kmigrate zookeeper --playbook {playbook} --add {add} --remove {remove}",
+    "verify_snapshot": "kmigrate verify snapshot -o before.json --bootstrap-server {bootstrap}",
+    "partitions": "kmigrate partitions --playbook {playbook} --plan {plan}",
+    "verify_compare": "kmigrate verify compare before.json",
 }
 """Command templates used in the runbook (``{plan}`` is the plan file)."""
 
@@ -398,12 +398,15 @@ def build_runbook(
     *,
     has_moves: bool,
     plan_file: str = "plan.json",
+    playbook_file: str = "playbook.yaml",
+    bootstrap: str = "BOOTSTRAP",
 ) -> tuple[RunbookStep, ...]:
     """The ordered runbook: audit, ZooKeeper joiners, first rolling restart, reconfig, second
     rolling restart, new brokers, verify snapshot, partitions, verify compare, decommission.
     Steps that do not apply (no ZooKeeper change, no broker mapping) are left out."""
     steps: list[tuple[str, str, str, str]] = []
-    c = {k: v.format(plan=plan_file, add="{add}", remove="{remove}") for k, v in RUNBOOK_COMMANDS.items()}
+    fields = {"plan": plan_file, "playbook": playbook_file, "bootstrap": bootstrap}
+    c = {k: v.format(add="{add}", remove="{remove}", **fields) for k, v in RUNBOOK_COMMANDS.items()}
     steps.append(("kmigrate", c["audit"],
                   "Audit the cluster and the plan: durability, mapping, ZooKeeper and the size of the move.",
                   "no error finding is left (forceable ones only with --force)"))
@@ -423,7 +426,7 @@ def build_runbook(
                       "under-replicated partition"))
         add = ",".join(str(j.id) for j in zk.joiners) or "-"
         remove = ",".join(map(str, zk.remove)) or "-"
-        steps.append(("kmigrate", RUNBOOK_COMMANDS["zookeeper"].format(add=add, remove=remove, plan=plan_file),
+        steps.append(("kmigrate", RUNBOOK_COMMANDS["zookeeper"].format(add=add, remove=remove, **fields),
                       f"One reconfig from config version {zk.from_config if zk.from_config is None else format(zk.from_config, 'x')}: "
                       f"{zk.reconfig_command}.",
                       f"/zookeeper/config read from a new server lists exactly the voters {_ids(zk.voters_after)}"))
@@ -659,7 +662,8 @@ def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bo
 
     new_brokers = tuple(sorted(new_ids))
     runbook = build_runbook(zk, mapping, new_brokers, {b: racks.get(b) for b in new_brokers},
-                            has_moves=bool(moves), plan_file=plan_file)
+                            has_moves=bool(moves), plan_file=plan_file, playbook_file=playbook.source,
+                            bootstrap=playbook.kafka.bootstrap_servers)
     return Plan(
         plan_id=compute_plan_id(snapshot.cluster_id, mapping, moves, zk, presorted=True),
         cluster_id=snapshot.cluster_id,

@@ -65,13 +65,13 @@ def test_runbook_order_and_zookeeper_steps(kb):
         "kmigrate", "operator", "operator", "kmigrate", "operator", "operator", "kmigrate", "kmigrate", "kmigrate", "operator",
     ]
     assert [s.number for s in steps] == list(range(1, 11))
-    assert steps[0].command.startswith("kmigrate audit")
+    assert steps[0].command == "kmigrate plan --playbook test.yaml -o plan.json"
     assert "as joiners" in steps[1].command
     assert steps[2].command == (
         "rolling restart of the brokers with zookeeper.connect="
         "127.0.0.1:2181,127.0.0.2:2181,127.0.0.3:2181,127.0.0.4:2181,127.0.0.5:2181,127.0.0.6:2181"
     )
-    assert steps[3].command == "kmigrate zookeeper --add 4,5,6 --remove 1,2,3"
+    assert steps[3].command == "kmigrate zookeeper --playbook test.yaml --add 4,5,6 --remove 1,2,3"
     assert steps[4].command.endswith("zookeeper.connect=127.0.0.4:2181,127.0.0.5:2181,127.0.0.6:2181")
     assert steps[5].command == "start the new broker(s) 4, 5, 6"
     assert steps[6].command.startswith("kmigrate verify snapshot")
@@ -113,7 +113,7 @@ def test_no_zookeeper_change_and_no_mapping(kb):
     pb = kb.playbook('kafka: {bootstrap_servers: "h:1"}\nzookeeper: {connect: "z:2181"}\n')
     plan = build_plan(snap, pb)
     assert plan.zookeeper is None and len(plan.moves) == 0
-    assert [s.command for s in plan.runbook] == ["kmigrate audit --plan plan.json"]
+    assert [s.command for s in plan.runbook] == ["kmigrate plan --playbook test.yaml -o plan.json"]
 
 
 # --------------------------------------------------------------------------- repairs and warnings
