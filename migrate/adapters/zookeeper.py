@@ -370,15 +370,18 @@ class StallReport:
 class WriteProbe:
     """A small writer loop on its own session: one ``set`` every ``interval_s``, timing the gaps between commits.
 
-    The session knows every server (old and new), so it fails over as servers leave. The longest
-    gap between two committed writes (or from the last one to the stop) is the write stall.
+    The session knows every server (old and new), so it fails over as servers leave; a write not
+    answered within ``write_timeout_s`` makes it drop the connection and go to another server. The
+    longest gap between two committed writes (or from the last one to the stop) is the write stall.
     """
 
-    def __init__(self, addresses: list[str], auth: list[tuple[str, str]] | None, path: str, interval_s: float = 0.02):
+    def __init__(self, addresses: list[str], auth: list[tuple[str, str]] | None, path: str, interval_s: float = 0.02,
+                 write_timeout_s: float = 2.0):
         self.addresses = addresses
         self.auth = auth
         self.path = path
         self.interval_s = interval_s
+        self.write_timeout_s = write_timeout_s
         self.report = StallReport()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -400,7 +403,14 @@ class WriteProbe:
         while not self._stop.is_set():
             n += 1
             try:
-                zk.set_async(self.path, str(n).encode()).get(timeout=60)
+                try:
+                    zk.set_async(self.path, str(n).encode()).get(timeout=self.write_timeout_s)
+                except KazooTimeoutError:
+                    # the server holds the write without answering: move to another server, as a
+                    # client with a short request timeout would, rather than wait for the session's
+                    # read timeout (that would measure kazoo, not the ensemble)
+                    self._zk.drop_connection()
+                    raise
                 now = time.monotonic()
                 self._gap(now - last_ok, last_ok)
                 last_ok = now

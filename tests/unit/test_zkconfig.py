@@ -307,3 +307,32 @@ def test_config_text_round_trip(voters, observers):
     observers = observers - voters
     c = cfg(sorted(voters), sorted(observers), version=0x500000003)
     assert parse_config(c.render()) == c
+
+
+# ------------------------------------------------------- options and addresses
+def test_add_option_mixes_ids_and_inline_specs():
+    from migrate.commands.zookeeper import parse_add, parse_remove
+
+    items = parse_add(["4=10.0.0.4:2888:3888;2181,5=10.0.0.5:2888:3888;10.0.0.5:2181", "6-7"])
+    assert [i.id if isinstance(i, Server) else i for i in items] == [4, 5, 6, 7]
+    assert parse_remove(["1,2", "3"]) == (1, 2, 3)
+    from migrate.errors import BadInput
+
+    with pytest.raises(BadInput, match="--add"):
+        parse_add(["4=host:2888"])
+    with pytest.raises(BadInput, match="--remove"):
+        parse_remove(["one"])
+
+
+def test_connect_strings_split_into_hosts_and_chroot():
+    from migrate.adapters.zookeeper import parse_auth, split_connect
+    from migrate.errors import BadInput
+
+    assert split_connect("zk1:2181,zk2:2182/kafka") == ("zk1:2181,zk2:2182", "/kafka")
+    assert split_connect("zk1,[::1]:2181,[::2]") == ("zk1:2181,[::1]:2181,[::2]:2181", "")
+    assert split_connect("zk1:2181/") == ("zk1:2181", "")
+    assert parse_auth("super:secret") == [("digest", "super:secret")]
+    with pytest.raises(BadInput):
+        parse_auth("nopassword")
+    with pytest.raises(BadInput):
+        split_connect(",/kafka")
