@@ -272,6 +272,10 @@ def session_conf(settings: SparkSettings, jars: KafkaSourceJars) -> dict[str, st
     """The SparkConf kmigrate starts Spark with: light defaults, the Kafka source jars, the caller's conf."""
     conf = dict(DEFAULT_CONF)
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={driver_log_config()}"
+    if settings.master.startswith("local"):
+        # Everything runs in this process: keep Spark's driver on the loopback interface.
+        conf["spark.driver.bindAddress"] = "127.0.0.1"
+        conf["spark.driver.host"] = "127.0.0.1"
     extra = dict(settings.conf)
     user_jars = [j for j in extra.pop("spark.jars", "").split(",") if j]
     conf["spark.jars"] = ",".join([str(p) for p in jars.jars] + user_jars)
@@ -335,3 +339,84 @@ def spark_session(settings: SparkSettings, progress: Callable[[str], None] = lam
         yield spark
     finally:
         spark.stop()
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def _spark_class() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "bin" / "spark-class"
+
+
+@contextmanager
+def standalone_cluster(host: str, work_dir: Path, workers: int = 2, cores: int = 1, memory: str = "1g",
+                       timeout_s: float = 180) -> Iterator[str]:
+    """A Spark standalone master and ``workers`` workers started from the installed pyspark; yields its URL.
+
+    Every process binds to ``host`` on free ports; all are stopped (only they) on exit. For tests and
+    benchmarks on one machine; a real site runs its own Spark cluster and passes ``--master``.
+    """
+    import json
+    import time
+    import urllib.request
+
+    work_dir = Path(work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "SPARK_LOCAL_IP": host, "SPARK_LOG_DIR": str(work_dir / "logs"),
+           "SPARK_NO_DAEMONIZE": "1", "SPARK_WORKER_DIR": str(work_dir / "work")}
+    port, ui = _free_port(host), _free_port(host)
+    procs: list[subprocess.Popen] = []
+    logs = []
+
+    def spawn(name: str, args: list[str]) -> None:
+        log_file = open(work_dir / f"{name}.log", "wb")
+        logs.append(log_file)
+        procs.append(subprocess.Popen([str(_spark_class()), *args], env=env, stdout=log_file,
+                                      stderr=subprocess.STDOUT, start_new_session=True))
+
+    try:
+        spawn("master", ["org.apache.spark.deploy.master.Master", "--host", host, "--port", str(port),
+                         "--webui-port", str(ui)])
+        url = f"spark://{host}:{port}"
+        for i in range(workers):
+            spawn(f"worker-{i + 1}", ["org.apache.spark.deploy.worker.Worker", "--host", host,
+                                      "--port", str(_free_port(host)), "--webui-port", str(_free_port(host)),
+                                      "--cores", str(cores), "--memory", memory,
+                                      "--work-dir", str(work_dir / f"worker-{i + 1}"), url])
+        deadline = time.monotonic() + timeout_s
+        alive = 0
+        while time.monotonic() < deadline:
+            if any(p.poll() is not None for p in procs):
+                raise BadInput(f"a Spark standalone process exited at start: see the logs in {work_dir}")
+            try:
+                with urllib.request.urlopen(f"http://{host}:{ui}/json/", timeout=5) as resp:
+                    alive = int(json.load(resp).get("aliveworkers", 0))
+            except (OSError, ValueError):
+                alive = 0
+            if alive >= workers:
+                break
+            time.sleep(1)
+        else:
+            raise BadInput(f"Spark standalone cluster at {url}: {alive} of {workers} workers registered in {timeout_s:.0f} s")
+        yield url
+    finally:
+        import signal
+
+        for p in reversed(procs):  # each is its own process group: a worker's executors go with it
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in reversed(procs):
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(10)
+        for f in logs:
+            f.close()

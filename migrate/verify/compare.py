@@ -12,7 +12,8 @@ Two forms:
   headers and timestamp. When one side holds more records than the other, the first records of the
   longer side (``prefix_requests`` says how many, the Spark job digests them) are compared with the
   whole of the shorter: a target that is behind its source (a mirror still catching up) has a tail
-  on the source; a target with records past its source's end differs.
+  on the source; a target with records past its source's end differs, and so does a partition
+  empty on one side only.
 
 Compacted topics compare their tables (last record per key, tombstones left out), whole.
 """
@@ -217,6 +218,8 @@ def prefix_requests(source: Snapshot, target: Snapshot) -> dict[str, dict[tuple[
         if t is None or s.compacted or t.compacted:
             continue
         ns, nt = s.digest.records, t.digest.records
+        if min(ns, nt) == 0:
+            continue  # an empty side is a difference as it is: nothing in common to compare
         if ns > nt:
             out["source"][s.key] = nt
         elif nt > ns:
@@ -257,6 +260,9 @@ def compare_cross(source: Snapshot, target: Snapshot,
             if ns == nt:
                 if not s.digest.same_content(t.digest):
                     problems.append(f"content differs (records {ns} on both sides)")
+            elif min(ns, nt) == 0:
+                empty = "target" if nt == 0 else "source"
+                problems.append(f"partition empty on the {empty} (records source {ns}, target {nt})")
             else:
                 longer = "source" if ns > nt else "target"
                 short = t if ns > nt else s

@@ -75,11 +75,19 @@ def _record_hashes(df, include_offsets: bool):
     return df.withColumn("h1", F.xxhash64(*fields)).withColumn("h2", F.xxhash64(F.lit("kmigrate-h2"), *fields))
 
 
-def _bounds(spark, ranges: list[ReadRange]):
+def _table(spark, rows: list[tuple], schema: str):
+    """A small broadcast table built in the JVM from one JSON literal (no Python worker is started)."""
     from pyspark.sql import functions as F
 
-    rows = [(r.topic, r.partition, r.read_to) for r in ranges]
-    return F.broadcast(spark.createDataFrame(rows, "topic string, partition int, read_to long"))
+    names = [c.split()[0] for c in schema.split(",")]
+    text = json.dumps([dict(zip(names, row)) for row in rows])
+    struct = "array<struct<" + ",".join(f"{c.split()[0]}:{c.split()[1]}" for c in schema.split(",")) + ">>"
+    table = spark.range(1).select(F.inline(F.from_json(F.lit(text), struct)))
+    return F.broadcast(table)
+
+
+def _bounds(spark, ranges: list[ReadRange]):
+    return _table(spark, [(r.topic, r.partition, r.read_to) for r in ranges], "topic string, partition int, read_to bigint")
 
 
 def _dec(col):
@@ -177,8 +185,8 @@ def digest_first_records(spark, kafka_options: dict[str, str], ranges: list[Read
     to_read = [r for r in ranges if (r.topic, r.partition) in limits]
     if not to_read:
         return out
-    lim = F.broadcast(spark.createDataFrame(
-        [(r.topic, r.partition, limits[(r.topic, r.partition)]) for r in to_read], "topic string, partition int, lim long"))
+    lim = _table(spark, [(r.topic, r.partition, limits[(r.topic, r.partition)]) for r in to_read],
+                 "topic string, partition int, lim bigint")
     df = _read(spark, kafka_options, to_read, isolation_level, end_attr="read_to").join(lim, ["topic", "partition"])
     df = _record_hashes(df, include_offsets)
     w = Window.partitionBy("topic", "partition").orderBy("offset")

@@ -105,6 +105,15 @@ def test_cross_cluster_prefix_logic():
     assert not compare_cross(src, tgt, prefixes, fail_on_tail=True).partitions[0].ok
 
 
+def test_cross_cluster_partition_empty_on_one_side_is_a_difference():
+    src = snap([part(p=0, records=10), part(p=1, records=0, h=(0, 0))], offsets=False)
+    tgt = snap([part(p=0, records=0, h=(0, 0)), part(p=1, records=0, h=(0, 0))], cluster="c2", offsets=False)
+    assert prefix_requests(src, tgt) == {"source": {}, "target": {}}
+    report = compare_cross(src, tgt)
+    assert [(p.name, p.problems) for p in report.differing] == [
+        ("t-0", ("partition empty on the target (records source 10, target 0)",))]
+
+
 def test_cross_cluster_compacted_tables_and_missing_partitions():
     src = snap([part("c", 0, records=3, compacted=True), part("c", 1, records=3, compacted=True)], offsets=False)
     tgt = snap([part("c", 0, records=3, h=(1, 9), compacted=True), part("c", 2, records=1, compacted=True)],
