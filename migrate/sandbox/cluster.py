@@ -144,8 +144,9 @@ class Sandbox:
         if node.pid is None:
             return False
         child = self._children.get(node.pid)
-        if child is not None and child.poll() is not None:
-            return False
+        if child is not None:
+            # Our own child: trust poll(). (Between fork and exec its cmdline is still ours, not the JVM's.)
+            return child.poll() is None
         state = _process_state(node.pid)
         if state is None or state in ("Z", "X"):
             return False
@@ -230,8 +231,9 @@ class Sandbox:
             spares = [b for b in spec.brokers if b.spare]
             if spares:
                 progress(f"starting spare brokers {[b.id for b in spares]}")
+                # New brokers are configured for the ensemble they will live with: voters and joiners.
                 for b in spares:
-                    self._start_broker(b, spec.zookeeper_connect())
+                    self._start_broker(b, spec.zookeeper_connect(spec.zookeepers))
                 self.wait_brokers([b.name for b in spares], timeout_s=180)
         except BaseException:
             self.down()
@@ -369,6 +371,33 @@ class Sandbox:
         finally:
             zk.stop()
             zk.close()
+
+    def wait_fully_replicated(self, timeout_s: float = 180, bootstrap: str | None = None) -> None:
+        """Wait until no partition of the cluster is under-replicated (between two steps of a rolling restart)."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": bootstrap or self.bootstrap_servers(), "logger": _QUIET})
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                md = admin.list_topics(timeout=10)
+                short = [f"{t.topic}-{p.id}" for t in md.topics.values() for p in t.partitions.values()
+                         if len(p.isrs) < len(p.replicas)]
+            except Exception as exc:  # a broker restarting: ask again
+                short = [str(exc)]
+            if not short:
+                return
+            if time.monotonic() > deadline:
+                raise StepFailed(f"{len(short)} partition(s) still under-replicated after {timeout_s:.0f} s, e.g. {short[0]}")
+            time.sleep(0.5)
+
+    def rolling_restart(self, broker_ids: list[int], zookeeper_connect: str, timeout_s: float = 180,
+                        progress: Callable[[str], None] = lambda msg: None) -> None:
+        """Restart brokers one at a time with a new ``zookeeper.connect``, waiting for full ISR in between."""
+        for b in broker_ids:
+            progress(f"restarting broker {b} with zookeeper.connect={zookeeper_connect}")
+            self.restart_broker(b, zookeeper_connect)
+            self.wait_fully_replicated(timeout_s)
 
     def _create_offsets_topic(self, timeout_s: float = 90) -> None:
         """Have the old brokers create ``__consumer_offsets`` now, before spares start (spares hold no partitions)."""

@@ -1,0 +1,307 @@
+"""``kmigrate demo``: the whole migration on a local sandbox, with the canary running throughout.
+
+The runner drives kmigrate's own commands as an operator would (``kmigrate plan``, ``zookeeper``,
+``partitions``, ``verify``, each a separate process with ``--output json``), and does the
+operator's part itself (rolling restarts, decommissioning). ``Step.kill_after_s`` lets the
+end-to-end test SIGKILL a command at chosen moments and run it again, as after a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from migrate.canary import CanaryReport
+from migrate.clientconfig import client_settings
+from migrate.errors import StepFailed
+from migrate.runner.canary import Canary
+from migrate.sandbox import Sandbox, SandboxSpec
+
+Progress = Callable[[str], None]
+_RDKAFKA_LOG = logging.getLogger("kmigrate.librdkafka")
+
+# (name, partitions, replication factor, configs, records): a dozen shapes.
+TOPIC_SHAPES = (
+    ("orders", 12, 3, {"min.insync.replicas": "2"}, 6000),
+    ("payments", 6, 3, {"min.insync.replicas": "2"}, 4000),
+    ("customers", 3, 3, {"cleanup.policy": "compact", "min.insync.replicas": "2"}, 3000),
+    ("clicks", 8, 2, {}, 6000),
+    ("audit-log", 1, 3, {"min.insync.replicas": "2"}, 2000),
+    ("metrics", 4, 2, {}, 4000),
+    ("inventory", 5, 3, {"min.insync.replicas": "2"}, 2500),
+    ("sessions", 2, 3, {"cleanup.policy": "compact", "min.insync.replicas": "2"}, 2000),
+    ("notifications", 3, 2, {}, 2000),
+    ("scratch", 1, 1, {}, 500),
+    ("shipments", 6, 3, {"min.insync.replicas": "2"}, 3000),
+    ("empty-topic", 2, 3, {"min.insync.replicas": "2"}, 0),
+)
+
+PLAYBOOK = """\
+# Written by kmigrate demo for its sandbox: brokers {old} -> {new}, ZooKeeper {zk_old} -> {zk_new}.
+kafka:
+  bootstrap_servers: "{bootstrap}"
+zookeeper:
+  connect: "{connect}"
+  add:
+{add}
+  remove: [{zk_remove}]
+brokers:
+  mapping: {{{mapping}}}
+  new:
+{new_racks}
+migration:
+  throttle: {throttle}
+"""
+
+
+@dataclass
+class Phase:
+    name: str
+    seconds: float
+    detail: str = ""
+
+
+@dataclass
+class DemoReport:
+    phases: list[Phase] = field(default_factory=list)
+    bytes_moved: int = 0
+    partitions_moved: int = 0
+    topics_moved: int = 0
+    verify: dict = field(default_factory=dict)
+    zookeeper: dict = field(default_factory=dict)
+    canary: CanaryReport | None = None
+    kills: list[dict] = field(default_factory=list)
+    sandbox_dir: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.canary and self.canary.ok and self.verify.get("ok"))
+
+    def to_dict(self) -> dict:
+        return {
+            "ok": self.ok,
+            "phases": [{"name": p.name, "seconds": round(p.seconds, 1), "detail": p.detail} for p in self.phases],
+            "bytes_moved": self.bytes_moved, "partitions_moved": self.partitions_moved, "topics_moved": self.topics_moved,
+            "verify": self.verify, "zookeeper": self.zookeeper,
+            "canary": self.canary.to_dict() if self.canary else None,
+            "kills": self.kills, "sandbox_dir": self.sandbox_dir,
+        }
+
+
+def kmigrate_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "migrate", *args]
+
+
+def run_json(args: list[str], what: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float = 1800) -> dict:
+    """Run a kmigrate command with ``--output json``; return its last JSON document (or JSON line)."""
+    proc = subprocess.run(kmigrate_command(*args), capture_output=True, text=True, timeout=timeout_s,
+                          env=os.environ.copy())
+    if proc.returncode not in ok_codes:
+        last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise StepFailed(f"{what} failed (exit {proc.returncode}): {last}")
+    return last_json(proc.stdout)
+
+
+def last_json(text: str) -> dict:
+    text = text.strip()
+    if not text:
+        return {}
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        for line in reversed(text.splitlines()):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                continue
+    return {}
+
+
+def run_with_kills(args: list[str], what: str, kill_after_s: list[float], report: DemoReport,
+                   progress: Progress, timeout_s: float = 1800) -> dict:
+    """Run a command, SIGKILL it after each delay in ``kill_after_s`` (a fresh run each time), then run it to the end."""
+    for delay in kill_after_s:
+        proc = subprocess.Popen(kmigrate_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=os.environ.copy())
+        try:
+            proc.wait(timeout=delay)
+            killed = False
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            killed = True
+        out, err = proc.communicate()
+        report.kills.append({"command": what, "after_s": round(delay, 2), "killed": killed,
+                             "exit": proc.returncode})
+        progress(f"{what}: {'killed with SIGKILL' if killed else f'finished (exit {proc.returncode})'} "
+                 f"after {delay:.1f} s; running it again")
+    return run_json(args, what, timeout_s=timeout_s)
+
+
+class Demo:
+    """The whole migration on a sandbox: old brokers and ZooKeeper servers replaced by new ones, live."""
+
+    def __init__(self, directory: Path, ip_prefix: str = "127.0.0", throttle: str = "50MB/s",
+                 records_scale: float = 1.0, canary_rate: float = 100.0,
+                 kills: dict[str, list[float]] | None = None, progress: Progress = lambda msg: None):
+        self.dir = Path(directory)
+        self.sandbox = Sandbox(self.dir / "sandbox")
+        self.spec = SandboxSpec(zookeeper_ids=(1, 2, 3), spare_zookeeper_ids=(4, 5, 6), broker_ids=(1, 2, 3),
+                                spare_broker_ids=(4, 5, 6), ip_prefix=ip_prefix)
+        self.throttle = throttle
+        self.records_scale = records_scale
+        self.canary_rate = canary_rate
+        self.kills = kills or {}
+        self.progress = progress
+        self.report = DemoReport(sandbox_dir=str(self.sandbox.dir))
+        self.canary: Canary | None = None
+
+    # ----------------------------------------------------------------- phases
+    def _phase(self, name: str, fn: Callable[[], str | None]) -> None:
+        self.progress(name)
+        started = time.monotonic()
+        detail = fn() or ""
+        self.report.phases.append(Phase(name, time.monotonic() - started, detail))
+
+    def run(self) -> DemoReport:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._phase("start the sandbox", self.start_sandbox)
+            self._phase("create topics with data", self.create_topics)
+            self._phase("start the canary", self.start_canary)
+            self._phase("kmigrate plan", self.plan)
+            self._phase("kmigrate verify snapshot", self.verify_snapshot)
+            self._phase("rolling restart: brokers join the new ZooKeeper servers", self.rolling_restart_old)
+            self._phase("kmigrate zookeeper", self.migrate_zookeeper)
+            self._phase("kmigrate partitions", self.migrate_partitions)
+            self._phase("kmigrate verify compare", self.verify_compare)
+            self._phase("decommission old brokers and ZooKeeper servers", self.decommission)
+            self._phase("rolling restart: new brokers on the new ZooKeeper servers only", self.rolling_restart_new)
+        finally:
+            if self.canary is not None:
+                self.report.canary = self.canary.stop()
+        return self.report
+
+    def start_sandbox(self) -> str:
+        self.sandbox.up(self.spec, progress=self.progress)
+        self.playbook = self.dir / "playbook.yaml"
+        p = self.spec.ip_prefix
+        self.playbook.write_text(PLAYBOOK.format(
+            old="1,2,3", new="4,5,6", zk_old="1,2,3", zk_new="4,5,6",
+            bootstrap=self.spec.bootstrap_servers(spare=False), connect=self.spec.zookeeper_connect(),
+            add="\n".join(f"    - {{id: {z.id}, host: {z.host}}}" for z in self.spec.zookeepers if z.joiner),
+            zk_remove="1, 2, 3", mapping="1: 4, 2: 5, 3: 6",
+            new_racks="\n".join(f"    {b.id}: {{availability_domain: {b.rack.split('/')[0]}, fault_domain: {b.rack.split('/')[1]}}}"
+                                for b in self.spec.brokers if b.spare),
+            throttle=self.throttle,
+        ))
+        return f"{len(self.spec.zookeepers)} ZooKeeper servers, {len(self.spec.brokers)} brokers on {p}.x"
+
+    def create_topics(self) -> str:
+        bootstrap = self.spec.bootstrap_servers(spare=False)
+        admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _RDKAFKA_LOG})
+        old = [b.id for b in self.spec.brokers if not b.spare]
+        topics = []
+        for i, (name, parts, rf, configs, _n) in enumerate(TOPIC_SHAPES):
+            # Explicit assignments on the old brokers: this is the cluster before the new nodes exist.
+            assignment = [[old[(p + r + i) % len(old)] for r in range(rf)] for p in range(parts)]
+            topics.append(NewTopic(name, num_partitions=parts, replica_assignment=assignment, config=configs))
+        for fut in admin.create_topics(topics, operation_timeout=60).values():
+            fut.result(timeout=120)
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "enable.idempotence": True,
+                             "logger": _RDKAFKA_LOG})
+        rng = random.Random(7)
+        total = 0
+        for name, _parts, _rf, configs, n in TOPIC_SHAPES:
+            count = int(n * self.records_scale)
+            keys = 200 if configs.get("cleanup.policy") == "compact" else 10**9
+            for i in range(count):
+                producer.produce(name, key=str(rng.randrange(keys)).encode(), value=rng.randbytes(512))
+                if i % 2000 == 0:
+                    producer.poll(0)
+            total += count
+        if producer.flush(180):
+            raise StepFailed("records were not acknowledged within 180 s")
+        return f"{len(TOPIC_SHAPES)} topics, {total} records of 512 bytes"
+
+    def start_canary(self) -> str:
+        settings = client_settings(self.spec.bootstrap_servers())
+        self.canary = Canary(settings, rate_per_s=self.canary_rate).start()
+        return f"{self.canary.partitions} partitions, {self.canary_rate:.0f} records/s, acks=all"
+
+    def plan(self) -> str:
+        proc = subprocess.run(kmigrate_command("plan", "--playbook", str(self.playbook), "-o", str(self.dir / "plan.json")),
+                              capture_output=True, text=True, timeout=600, env=os.environ.copy())
+        self.plan_output = proc.stdout
+        self.progress(proc.stdout)
+        if proc.returncode != 0:
+            raise StepFailed(f"kmigrate plan found blocking problems: {proc.stderr.strip()}")
+        doc = json.loads((self.dir / "plan.json").read_text())
+        return f"plan {doc['plan_id']}: {len(doc['moves'])} partitions to move"
+
+    def verify_snapshot(self) -> str:
+        doc = run_json(["verify", "snapshot", "-o", str(self.dir / "before.json"), "--bootstrap-server",
+                        self.spec.bootstrap_servers(spare=False), "--output", "json"], "kmigrate verify snapshot")
+        return f"{doc.get('records', '?')} records in {doc.get('partitions', '?')} partitions"
+
+    def rolling_restart_old(self) -> str:
+        connect = self.spec.zookeeper_connect(self.spec.zookeepers)
+        old = [b.id for b in self.spec.brokers if not b.spare]
+        self.sandbox.rolling_restart(old, connect, progress=self.progress)
+        return f"brokers {old} now use zookeeper.connect={connect}"
+
+    def migrate_zookeeper(self) -> str:
+        doc = run_with_kills(
+            ["zookeeper", "--playbook", str(self.playbook), "--bootstrap-server", self.spec.bootstrap_servers(),
+             "--output", "json"],
+            "kmigrate zookeeper", self.kills.get("zookeeper", []), self.report, self.progress)
+        self.report.zookeeper = doc
+        stall = doc.get("write_stall_ms")
+        return f"{doc.get('status')}: voters now {doc.get('voters_after')}" + (
+            f"; longest ZooKeeper write stall {stall:.0f} ms" if stall is not None else "")
+
+    def migrate_partitions(self) -> str:
+        doc = run_with_kills(
+            ["partitions", "--playbook", str(self.playbook), "--bootstrap-server", self.spec.bootstrap_servers(),
+             "--poll-interval", "1s", "--output", "json"],
+            "kmigrate partitions", self.kills.get("partitions", []), self.report, self.progress)
+        self.report.bytes_moved = int(doc.get("bytes_copied") or 0)
+        self.report.partitions_moved = int(doc.get("partitions_moved") or 0)
+        self.report.topics_moved = int(doc.get("topics_recorded_total") or 0)
+        return f"{self.report.topics_moved} topics recorded, {self.report.bytes_moved} bytes copied (last run)"
+
+    def verify_compare(self) -> str:
+        doc = run_json(["verify", "compare", str(self.dir / "before.json"), "--bootstrap-server",
+                        self.spec.bootstrap_servers(), "--output", "json"], "kmigrate verify compare", ok_codes=(0, 1))
+        self.report.verify = doc
+        return "all partitions match" if doc.get("ok") else "DIFFERENCES FOUND"
+
+    def decommission(self) -> str:
+        for b in (b for b in self.spec.brokers if not b.spare):
+            self.progress(f"stopping broker {b.id}")
+            self.sandbox.stop(b.name)
+        for z in (z for z in self.spec.zookeepers if not z.joiner):
+            self.progress(f"stopping ZooKeeper server {z.id}")
+            self.sandbox.stop(z.name)
+        return "brokers 1, 2, 3 and ZooKeeper servers 1, 2, 3 stopped"
+
+    def rolling_restart_new(self) -> str:
+        connect = self.spec.zookeeper_connect(tuple(z for z in self.spec.zookeepers if z.joiner))
+        new = [b.id for b in self.spec.brokers if b.spare]
+        self.sandbox.rolling_restart(new, connect, progress=self.progress)
+        return f"brokers {new} now use zookeeper.connect={connect}"
+
+    def teardown(self) -> None:
+        self.sandbox.down()
