@@ -87,14 +87,18 @@ def _print_status(sandbox: Sandbox) -> None:
 
 @app.command("fetch")
 def fetch(output: OutputFormat = OUTPUT_OPTION) -> None:
-    """Fetch the Kafka and ZooKeeper jars from Maven Central into the cache (done once; up does it too)."""
+    """Fetch the Kafka and ZooKeeper jars and Spark's Kafka source from Maven Central into the cache (once)."""
+    from migrate.adapters.spark import kafka_source_jars
     from migrate.servers import ensure_distribution
 
     dist = ensure_distribution()
+    spark = kafka_source_jars()
     if output == OutputFormat.json:
-        emit_json({"kafka": dist.kafka_version, "zookeeper": dist.zookeeper_version, "lib": str(dist.lib_dir)})
+        emit_json({"kafka": dist.kafka_version, "zookeeper": dist.zookeeper_version, "lib": str(dist.lib_dir),
+                   "spark_kafka_source": spark.version, "spark_jars": [str(p) for p in spark.jars]})
     else:
         console.print(f"Kafka {dist.kafka_version} and ZooKeeper {dist.zookeeper_version} jars in {dist.lib_dir}")
+        console.print(f"Spark's Kafka source {spark.version} (Scala {spark.scala_version}): {len(spark.jars)} jars")
 
 
 @app.command("status")
