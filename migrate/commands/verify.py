@@ -267,5 +267,7 @@ def _render(report: Report, output: OutputFormat) -> None:
         console.print(f"[green]OK[/green]: {len(report.topics)} topics, {n} partitions, "
                       f"{report.records('left')} records: every partition matches.")
     else:
+        names = [p.name for p in report.differing]
+        shown = ", ".join(names[:50]) + (f" and {len(names) - 50} more" if len(names) > 50 else "")
         console.print(f"[red]DIFFERENT[/red]: {len(report.differing)} of {n} partitions differ, in topics "
-                      f"{', '.join(report.differing_topics)}.")
+                      f"{', '.join(report.differing_topics)}: {shown}.", soft_wrap=True)

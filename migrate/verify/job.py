@@ -1,7 +1,7 @@
 """The PySpark job: read bounded offset ranges with Spark's Kafka source and digest them in Spark SQL.
 
 The only module of ``migrate.verify`` that uses Spark. No record reaches Python: hashing and
-aggregation run in the JVM (``xxhash64`` per record, exact DECIMAL(38,0) sums per partition), and
+aggregation run in the JVM (``xxhash64`` per record, exact sums per partition), and
 the driver collects one small row per partition.
 
 Reads are bounded: every partition is assigned with an explicit ``startingOffsets`` and
@@ -42,7 +42,9 @@ def _read(spark, kafka_options: dict[str, str], ranges: list[ReadRange], isolati
     for r in ranges:
         assign.setdefault(r.topic, []).append(r.partition)
     reader = spark.read.format("kafka")
-    for k, v in kafka_options.items():
+    options = {"kafka.max.partition.fetch.bytes": str(8 << 20), "kafka.fetch.max.bytes": str(64 << 20),
+               "kafka.receive.buffer.bytes": str(1 << 20), **kafka_options}
+    for k, v in options.items():
         reader = reader.option(k, v)
     return (reader.option("assign", json.dumps(assign))
             .option("startingOffsets", _offsets_json(ranges, "read_from"))
@@ -90,18 +92,35 @@ def _bounds(spark, ranges: list[ReadRange]):
     return _table(spark, [(r.topic, r.partition, r.read_to) for r in ranges], "topic string, partition int, read_to bigint")
 
 
-def _dec(col):
+# A 64-bit hash h is summed exactly as three bigint sums of its pieces, h = a * 2^42 + b * 2^21 + c
+# (a signed, b and c in [0, 2^21)): each piece sum stays below 2^63 for up to 2^41 records per partition,
+# far past any Kafka partition, and bigint sums cost much less than DECIMAL(38,0) ones.
+_PIECES = ((42, None), (21, (1 << 21) - 1), (0, (1 << 21) - 1))
+
+
+def _sum_pieces(col, name: str) -> list:
     from pyspark.sql import functions as F
 
-    return F.coalesce(F.sum(col.cast("decimal(38,0)")), F.lit(0).cast("decimal(38,0)"))
+    out = []
+    for i, (shift, mask) in enumerate(_PIECES):
+        piece = F.shiftright(col, shift) if shift else col
+        if mask is not None:
+            piece = piece.bitwiseAND(F.lit(mask))
+        out.append(F.coalesce(F.sum(piece), F.lit(0).cast("bigint")).alias(f"{name}_{i}"))
+    return out
+
+
+def _join_pieces(row, name: str) -> int:
+    """The exact sum from its pieces (Python ints do not overflow)."""
+    return sum(int(row[f"{name}_{i}"]) << shift for i, (shift, _) in enumerate(_PIECES))
 
 
 def _collect(rows) -> dict[tuple[str, int], tuple[Digest, Tail]]:
     out = {}
     for r in rows:
         out[(r["topic"], r["partition"])] = (
-            Digest(int(r["records"]), int(r["hash1"]), int(r["hash2"]), r["first_offset"], r["last_offset"],
-                   int(r["raw_records"])),
+            Digest(int(r["records"]), _join_pieces(r, "hash1"), _join_pieces(r, "hash2"), r["first_offset"],
+                   r["last_offset"], int(r["raw_records"])),
             Tail(int(r["tail_records"]), r["tail_first"], r["tail_last"]),
         )
     return out
@@ -130,8 +149,8 @@ def digest_ranges(spark, kafka_options: dict[str, str], ranges: list[ReadRange],
         agg = df.groupBy("topic", "partition").agg(
             F.count_if(in_prefix).alias("records"),
             F.count_if(in_prefix).alias("raw_records"),
-            _dec(when_prefix(F.col("h1"))).alias("hash1"),
-            _dec(when_prefix(F.col("h2"))).alias("hash2"),
+            *_sum_pieces(when_prefix(F.col("h1")), "hash1"),
+            *_sum_pieces(when_prefix(F.col("h2")), "hash2"),
             F.min(when_prefix(F.col("offset"))).alias("first_offset"),
             F.max(when_prefix(F.col("offset"))).alias("last_offset"),
             F.count_if(~in_prefix).alias("tail_records"),
@@ -159,8 +178,8 @@ def digest_ranges(spark, kafka_options: dict[str, str], ranges: list[ReadRange],
         agg = per_key.groupBy("topic", "partition").agg(
             F.count_if(live).alias("records"),
             F.coalesce(F.sum(F.when(F.col("in_prefix"), F.col("n"))), F.lit(0)).alias("raw_records"),
-            _dec(F.when(live, F.col("h1"))).alias("hash1"),
-            _dec(F.when(live, F.col("h2"))).alias("hash2"),
+            *_sum_pieces(F.when(live, F.col("h1")), "hash1"),
+            *_sum_pieces(F.when(live, F.col("h2")), "hash2"),
             F.min(F.when(F.col("in_prefix"), F.col("lo"))).alias("first_offset"),
             F.max(F.when(F.col("in_prefix"), F.col("hi"))).alias("last_offset"),
             F.coalesce(F.sum(F.when(~F.col("in_prefix"), F.col("n"))), F.lit(0)).alias("tail_records"),
@@ -192,10 +211,10 @@ def digest_first_records(spark, kafka_options: dict[str, str], ranges: list[Read
     w = Window.partitionBy("topic", "partition").orderBy("offset")
     df = df.withColumn("rn", F.row_number().over(w)).where(F.col("rn") <= F.col("lim"))
     agg = df.groupBy("topic", "partition").agg(
-        F.count(F.lit(1)).alias("records"), _dec(F.col("h1")).alias("hash1"), _dec(F.col("h2")).alias("hash2"),
+        F.count(F.lit(1)).alias("records"), *_sum_pieces(F.col("h1"), "hash1"), *_sum_pieces(F.col("h2"), "hash2"),
         F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"))
     for r in agg.collect():
-        out[(r["topic"], r["partition"])] = Digest(int(r["records"]), int(r["hash1"]), int(r["hash2"]),
+        out[(r["topic"], r["partition"])] = Digest(int(r["records"]), _join_pieces(r, "hash1"), _join_pieces(r, "hash2"),
                                                    r["first_offset"], r["last_offset"], int(r["records"]))
     for r in to_read:
         out.setdefault((r.topic, r.partition), Digest())

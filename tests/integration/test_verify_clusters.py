@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 
 ONE_BROKER = dict(zookeeper_ids=(1,), broker_ids=(1,))
 MASTER = "local[2]"
-BASE_TS = 1_700_000_000_000
+BASE_TS = int(time.time() * 1000) - 3_600_000  # recent: older records would be deleted by retention
 
 
 @pytest.fixture(scope="module")
