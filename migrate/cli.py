@@ -14,6 +14,8 @@ from rich.console import Console
 
 from migrate import __version__
 from migrate.commands import canary as canary_cmd
+from migrate.commands import demo as demo_cmd
+from migrate.commands import partitions as partitions_cmd
 from migrate.commands import plan as plan_cmd
 from migrate.commands import sandbox as sandbox_cmd
 from migrate.commands import verify as verify_cmd
@@ -36,6 +38,9 @@ app.command("inspect")(plan_cmd.inspect)
 app.command("plan")(plan_cmd.plan)
 app.add_typer(plan_cmd.topics_app, name="topics")
 app.command("canary")(canary_cmd.canary)
+app.command("demo")(demo_cmd.demo)
+app.command("partitions")(partitions_cmd.partitions)
+app.command("status")(partitions_cmd.status)
 app.add_typer(zookeeper_cmd.app, name="zookeeper")
 app.add_typer(verify_cmd.app, name="verify")
 

@@ -36,15 +36,336 @@ def broker_static_configs(admin: AdminClient, broker_ids: list[int], names: tupl
     >>> broker_static_configs(admin, [1, 2], ("zookeeper.connect", "broker.rack"))  # doctest: +SKIP
     {1: {"zookeeper.connect": "zk1:2181/kafka", "broker.rack": "AD-1/FD-1"}, ...}
     """
-    resources = [ConfigResource(ConfigResource.Type.BROKER, str(b)) for b in broker_ids]
-    futures = admin.describe_configs(resources, request_timeout=timeout_s)
     out: dict[int, dict[str, str | None]] = {}
-    for resource, future in futures.items():
-        entries = future.result(timeout=timeout_s)
-        out[int(resource.name)] = {n: (entries[n].value if n in entries else None) for n in names}
+    for b in broker_ids:  # librdkafka takes one BROKER resource per call
+        futures = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))], request_timeout=timeout_s)
+        for resource, future in futures.items():
+            entries = future.result(timeout=timeout_s)
+            out[int(resource.name)] = {n: (entries[n].value if n in entries else None) for n in names}
     return out
 
 
 def live_broker_ids(admin: AdminClient, timeout_s: float = 10.0) -> list[int]:
     """Ids of the brokers in the cluster's metadata (the brokers that are up)."""
     return sorted(admin.list_topics(timeout=timeout_s).brokers)
+
+
+# ====================================================================== partition moves (issue 5)
+# Reassignments (KIP-455) and log-dir sizes through kafka-python (librdkafka lacks them);
+# metadata, configs (incremental, for throttles) and leader elections through confluent-kafka.
+
+import tenacity  # noqa: E402
+
+from migrate.errors import StepFailed  # noqa: E402
+from migrate.model import Broker, Partition, Topic  # noqa: E402
+from migrate.reassignment import InFlight  # noqa: E402
+
+
+def _transient(exc: BaseException) -> bool:
+    """Errors worth another try: controller moved, timeouts, a broker not ready yet."""
+    import kafka.errors as kerr
+    from confluent_kafka import KafkaException
+
+    names = ("NotControllerError", "RequestTimedOutError", "KafkaTimeoutError", "NodeNotReadyError",
+             "KafkaConnectionError", "NoBrokersAvailable", "LeaderNotAvailableError")
+    if isinstance(exc, tuple(getattr(kerr, n) for n in names if hasattr(kerr, n))):
+        return True
+    if isinstance(exc, KafkaException):
+        err = exc.args[0] if exc.args else None
+        return bool(getattr(err, "retriable", lambda: False)())
+    return False
+
+
+ADMIN_RETRY = tenacity.retry(
+    retry=tenacity.retry_if_exception(_transient),
+    stop=tenacity.stop_after_attempt(5),
+    wait=tenacity.wait_exponential(multiplier=0.5, max=5),
+    reraise=True,
+)
+"""Named retry policy for admin calls of the partition mover (transient errors only, 5 tries)."""
+
+
+def _error_name(err: object) -> str | None:
+    """None for success; the Kafka error name otherwise (kafka-python classes or confluent KafkaError)."""
+    if err is None:
+        return None
+    if isinstance(err, type):
+        return err.__name__
+    name = getattr(err, "name", None)
+    if callable(name):
+        return name()
+    return str(err)
+
+
+class ReassignmentAdmin:
+    """The cluster as the partition mover sees it: topics, reassignments, throttle configs,
+    replica sizes and leader elections. Every method has a timeout; per-item errors are returned
+    or raised as :class:`StepFailed`, never ignored."""
+
+    def __init__(self, settings: ClientSettings, timeout_s: float = 30.0):
+        self.settings = settings
+        self.timeout_s = timeout_s
+        self.admin = admin_client(settings, timeout_s=min(timeout_s, 15.0))
+        self._kp = None
+
+    @property
+    def kp(self):
+        """kafka-python admin client, made on first use."""
+        if self._kp is None:
+            from kafka.admin import KafkaAdminClient
+
+            try:
+                self._kp = KafkaAdminClient(**self.settings.kafka_python(
+                    request_timeout_ms=int(self.timeout_s * 1000), client_id="kmigrate"))
+            except Exception as exc:
+                raise BadInput(f"cannot reach Kafka at {self.settings.bootstrap_servers} with kafka-python ({exc}): "
+                               "check --bootstrap-server and --command-config") from None
+        return self._kp
+
+    def close(self) -> None:
+        if self._kp is not None:
+            try:
+                self._kp.close()
+            except Exception:  # closing is best effort
+                pass
+            self._kp = None
+
+    # ------------------------------------------------------------------ metadata
+    @ADMIN_RETRY
+    def _metadata(self, topic: str | None = None):
+        return self.admin.list_topics(topic=topic, timeout=self.timeout_s)
+
+    def live_brokers(self) -> dict[int, str]:
+        """Broker id -> host:port of every broker the cluster lists as alive."""
+        md = self._metadata()
+        return {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}
+
+    def controller_id(self) -> int:
+        return int(self._metadata().controller_id)
+
+    @ADMIN_RETRY
+    def brokers(self) -> list:
+        """Live brokers as :class:`migrate.model.Broker` (id, host, port, rack), sorted by id."""
+        desc = self.admin.describe_cluster(request_timeout=self.timeout_s).result(timeout=self.timeout_s)
+        return sorted((Broker(n.id, n.host, n.port, n.rack or None) for n in desc.nodes), key=lambda b: b.id)
+
+    def describe(self, names: list[str] | None = None) -> dict[str, Topic]:
+        """Topics with their partitions (replicas in order, ISR, leader). ``None``: every topic.
+        A topic that does not exist (anymore) is absent from the answer."""
+        return self.describe_and_brokers(names)[0]
+
+    def describe_and_brokers(self, names: list[str] | None = None) -> tuple[dict[str, Topic], dict[int, str]]:
+        """:meth:`describe` and :meth:`live_brokers` from one metadata answer."""
+        md = self._metadata()
+        live = {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}
+        out: dict[str, Topic] = {}
+        wanted = None if names is None else set(names)
+        for name, t in md.topics.items():
+            if (wanted is not None and name not in wanted) or t.error is not None:
+                continue
+            parts = tuple(
+                Partition(p.id, tuple(p.replicas), tuple(p.isrs), p.leader if p.leader >= 0 else None)
+                for p in sorted(t.partitions.values(), key=lambda x: x.id)
+            )
+            out[name] = Topic(name=name, internal=name.startswith("__"), partitions=parts)
+        return out, live
+
+    # ------------------------------------------------------------------- configs
+    @ADMIN_RETRY
+    def _describe_configs(self, resources: list) -> dict:
+        futures = self.admin.describe_configs(resources, request_timeout=self.timeout_s)
+        return {r.name: f.result(timeout=self.timeout_s) for r, f in futures.items()}
+
+    def topic_configs(self, topics: list[str], names: tuple[str, ...], dynamic_only: bool = False) -> dict[str, dict[str, str]]:
+        """topic -> {name: value} for the named configs present (``dynamic_only``: set on the topic)."""
+        from confluent_kafka.admin import ConfigSource
+
+        out: dict[str, dict[str, str]] = {}
+        for i in range(0, len(topics), 100):
+            chunk = topics[i:i + 100]
+            try:
+                got = self._describe_configs([ConfigResource(ConfigResource.Type.TOPIC, t) for t in chunk])
+            except Exception:
+                got = {}
+                for t in chunk:  # one unknown topic fails the batch: ask one by one
+                    try:
+                        got.update(self._describe_configs([ConfigResource(ConfigResource.Type.TOPIC, t)]))
+                    except Exception as exc:
+                        if "UNKNOWN_TOPIC" not in str(exc):
+                            raise StepFailed(f"cannot read the configs of topic {t}: {exc}") from None
+            for t, entries in got.items():
+                out[t] = {
+                    n: entries[n].value for n in names
+                    if n in entries and entries[n].value is not None
+                    and (not dynamic_only or entries[n].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+                }
+        return out
+
+    def broker_dynamic_configs(self, brokers: list[int], names: tuple[str, ...]) -> dict[int, dict[str, str]]:
+        """broker -> {name: value} of the named per-broker dynamic configs that are set.
+        A broker that does not answer is absent."""
+        from confluent_kafka.admin import ConfigSource
+
+        out: dict[int, dict[str, str]] = {}
+        for b in brokers:
+            try:
+                got = self._describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))])
+            except Exception as exc:
+                log.warning("cannot read the dynamic configs of broker %s: %s", b, exc)
+                continue
+            entries = got.get(str(b), {})
+            out[b] = {
+                n: entries[n].value for n in names
+                if n in entries and entries[n].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+            }
+        return out
+
+    @ADMIN_RETRY
+    def _incremental(self, resource) -> None:
+        futures = self.admin.incremental_alter_configs([resource], request_timeout=self.timeout_s)
+        for f in futures.values():
+            f.result(timeout=self.timeout_s)
+
+    def alter_topic_entries(self, topic: str, name: str, entries: list[str], append: bool) -> None:
+        """Append (or subtract) ``partition:broker`` entries to a topic's list config, leaving the
+        other entries alone (KIP-339 APPEND / SUBTRACT)."""
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+        if not entries:
+            return
+        op = AlterConfigOpType.APPEND if append else AlterConfigOpType.SUBTRACT
+        res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+            ConfigEntry(name, ",".join(entries), incremental_operation=op)])
+        try:
+            self._incremental(res)
+        except Exception as exc:
+            raise StepFailed(f"cannot {'set' if append else 'remove'} {name} of topic {topic}: {exc}") from None
+
+    def alter_topic_configs(self, ops: dict[str, list[tuple[str, str, str | None]]]) -> None:
+        """Incremental changes to many topics in one request per 100 topics.
+
+        ``ops``: topic -> [(config, "set" | "append" | "subtract" | "delete", value)], at most one
+        operation per config and topic. A topic that no longer exists is skipped; any other
+        refusal is a :class:`StepFailed` naming the topic."""
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+        kinds = {"set": AlterConfigOpType.SET, "append": AlterConfigOpType.APPEND,
+                 "subtract": AlterConfigOpType.SUBTRACT, "delete": AlterConfigOpType.DELETE}
+        items = sorted((t, o) for t, o in ops.items() if o)
+        for i in range(0, len(items), 100):
+            resources = [
+                ConfigResource(ConfigResource.Type.TOPIC, t, incremental_configs=[
+                    ConfigEntry(name, value, incremental_operation=kinds[kind]) for name, kind, value in o])
+                for t, o in items[i:i + 100]
+            ]
+            futures = ADMIN_RETRY(self.admin.incremental_alter_configs)(resources, request_timeout=self.timeout_s)
+            for res, fut in futures.items():
+                try:
+                    fut.result(timeout=self.timeout_s)
+                except Exception as exc:
+                    if "UNKNOWN_TOPIC" in str(exc):
+                        continue
+                    raise StepFailed(f"cannot change the throttle configs of topic {res.name}: {exc}") from None
+
+    def delete_topic_config(self, topic: str, name: str) -> None:
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+        res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+            ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE)])
+        try:
+            self._incremental(res)
+        except Exception as exc:
+            raise StepFailed(f"cannot remove {name} of topic {topic}: {exc}") from None
+
+    def set_broker_config(self, broker: int, name: str, value: str | None) -> None:
+        """Set (``value``) or delete (``None``) one per-broker dynamic config."""
+        self.set_broker_configs(broker, {name: value})
+
+    def set_broker_configs(self, broker: int, values: dict[str, str | None]) -> None:
+        """Set (a value) or delete (``None``) per-broker dynamic configs in one request to that broker."""
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+        res = ConfigResource(ConfigResource.Type.BROKER, str(broker), incremental_configs=[
+            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET)
+            for name, value in values.items()])
+        try:
+            self._incremental(res)
+        except Exception as exc:
+            raise StepFailed(f"cannot change {', '.join(values)} on broker {broker}: {exc}") from None
+
+    # ------------------------------------------------------------- reassignments
+    @ADMIN_RETRY
+    def list_reassignments(self) -> dict[tuple[str, int], InFlight]:
+        """Every reassignment in flight in the cluster (``ListPartitionReassignments``)."""
+        raw = self.kp.list_partition_reassignments(timeout_ms=int(self.timeout_s * 1000))
+        return {
+            (tp.topic, tp.partition): InFlight(tuple(v["replicas"]), tuple(v["adding_replicas"]), tuple(v["removing_replicas"]))
+            for tp, v in raw.items()
+        }
+
+    @ADMIN_RETRY
+    def alter_reassignments(self, targets: dict[tuple[str, int], tuple[int, ...] | None]) -> dict[tuple[str, int], str | None]:
+        """Submit targets (``None`` cancels) and return each partition's error name (``None``: accepted).
+        A partition the controller did not answer for is reported as ``NoResponse``."""
+        from kafka import TopicPartition
+
+        if not targets:
+            return {}
+        request = {TopicPartition(t, p): (list(r) if r is not None else None) for (t, p), r in targets.items()}
+        raw = self.kp.alter_partition_reassignments(request, timeout_ms=int(self.timeout_s * 1000))
+        answers = {(tp.topic, tp.partition): _error_name(err) for tp, err in raw.items()}
+        return {key: answers.get(key, "NoResponse") for key in targets}
+
+    # ---------------------------------------------------------------- log dirs
+    def replica_sizes(self, brokers: list[int], partitions: dict[str, list[int]]) -> dict[tuple[str, int, int], int]:
+        """(topic, partition, broker) -> bytes of that replica (``DescribeLogDirs``), for the given
+        brokers. A broker that does not answer is left out (its replicas show no progress)."""
+        out: dict[tuple[str, int, int], int] = {}
+        if not partitions:
+            return out
+        for b in brokers:
+            try:
+                answers = self.kp.describe_log_dirs(topic_partitions={t: list(ps) for t, ps in partitions.items()}, brokers=[b])
+            except Exception as exc:
+                log.debug("describe_log_dirs on broker %s failed: %s", b, exc)
+                continue
+            for answer in answers:
+                for d in answer.get("log_dirs", ()):
+                    if d.get("error_code", 0):
+                        continue
+                    for t in d.get("topics", ()):
+                        for p in t.get("partitions", ()):
+                            if p.get("is_future_key"):
+                                continue
+                            key = (t["name"], int(p["partition_index"]), int(answer["broker"]))
+                            out[key] = max(out.get(key, 0), int(p["partition_size"]))
+        return out
+
+    # --------------------------------------------------------------- elections
+    def elect_preferred(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], str | None]:
+        """Preferred leader election; per partition ``None`` when its leader is (now) the first
+        replica (``ELECTION_NOT_NEEDED`` counts as success), else the error name."""
+        from confluent_kafka import ElectionType
+        from confluent_kafka import TopicPartition as CTP
+
+        if not partitions:
+            return {}
+        try:
+            # no request_timeout keyword: confluent-kafka 2.16's binding fails on it ("more argument specifiers")
+            result = self.admin.elect_leaders(ElectionType.PREFERRED, [CTP(t, p) for t, p in partitions]).result(
+                timeout=self.timeout_s + 5)
+        except Exception as exc:
+            return {key: f"request failed: {exc}" for key in partitions}
+        out: dict[tuple[str, int], str | None] = {}
+        for tp, err in result.items():
+            name = _error_name(err)
+            out[(tp.topic, tp.partition)] = None if name in (None, "ELECTION_NOT_NEEDED", "NO_ERROR") else name
+        return out
+
+    def create_topic(self, name: str, assignment: list[list[int]], configs: dict[str, str] | None = None) -> None:
+        """Create a topic with replicas assigned by hand."""
+        from confluent_kafka.admin import NewTopic
+
+        fut = self.admin.create_topics([NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment,
+                                                 config=configs or {})], request_timeout=self.timeout_s)[name]
+        fut.result(timeout=self.timeout_s)

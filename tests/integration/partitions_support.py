@@ -1,0 +1,289 @@
+"""Helpers of the ``kmigrate partitions`` integration tests: real topics, real data, the real CLI.
+
+Nothing here mocks Kafka: topics are created with hand-placed replicas on the old brokers, data
+is produced with ``acks=all``, ``kmigrate`` runs as a subprocess, and the end state is read back
+from the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from migrate.adapters.bookkeeping import BookkeepingTopic
+from migrate.clientconfig import client_settings
+from migrate.reassignment import BROKER_THROTTLE_CONFIGS, TOPIC_THROTTLE_CONFIGS
+
+OLD = (1, 2, 3)
+NEW = (4, 5, 6)
+MAPPING = "1:4,2:5,3:6"
+BOOKKEEPING = "__kmigrate_migration"
+PLAN_ID = "mapping-1.4-2.5-3.6"
+
+
+def admin(cluster) -> AdminClient:
+    return AdminClient({"bootstrap.servers": cluster.bootstrap_servers(), "socket.timeout.ms": 10000})
+
+
+def create_topic(cluster, name: str, assignment: list[list[int]], configs: dict[str, str] | None = None) -> None:
+    """Create a topic with replicas placed by hand and wait until every partition has a leader."""
+    a = admin(cluster)
+    a.create_topics([NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment,
+                              config=configs or {})])[name].result(timeout=60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        t = a.list_topics(name, timeout=10).topics.get(name)
+        if t is not None and t.error is None and len(t.partitions) == len(assignment) and all(
+                p.leader >= 0 for p in t.partitions.values()):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"topic {name} has no leaders after 60 s")
+
+
+def old_assignment(partitions: int, rf: int, shift: int = 0) -> list[list[int]]:
+    """Round robin over the old brokers only."""
+    return [[OLD[(p + r + shift) % len(OLD)] for r in range(rf)] for p in range(partitions)]
+
+
+def produce(cluster, topic: str, count: int, size: int = 100, prefix: str = "k") -> set[str]:
+    """Produce ``count`` records (unique keys) with acks=all; return the keys acknowledged."""
+    acked: set[str] = set()
+
+    def cb(err, msg):
+        if err is None:
+            acked.add(msg.key().decode())
+
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "all", "enable.idempotence": True,
+                  "linger.ms": 20, "batch.size": 262144, "compression.type": "none"})
+    payload = os.urandom(size // 2).hex().encode()[:size]
+    for i in range(count):
+        while True:
+            try:
+                p.produce(topic, key=f"{prefix}-{i}".encode(), value=payload, on_delivery=cb)
+                break
+            except BufferError:
+                p.poll(0.1)
+        if i % 5000 == 0:
+            p.poll(0)
+    assert p.flush(120) == 0
+    return acked
+
+
+@dataclass
+class BackgroundProducer:
+    """Writes to several topics with acks=all for as long as it runs; remembers every key acknowledged."""
+
+    cluster: object
+    topics: list[str]
+    rate_per_s: int = 200
+    acked: dict[str, set[str]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> "BackgroundProducer":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        p = Producer({"bootstrap.servers": self.cluster.bootstrap_servers(), "acks": "all", "enable.idempotence": True,
+                      "linger.ms": 5, "message.timeout.ms": 120000})
+        for t in self.topics:
+            self.acked[t] = set()
+
+        def cb(err, msg):
+            if err is None:
+                self.acked[msg.topic()].add(msg.key().decode())
+            else:
+                self.errors.append(str(err))
+
+        i = 0
+        while not self._stop.is_set():
+            for t in self.topics:
+                p.produce(t, key=f"live-{i}".encode(), value=b"v" * 64, on_delivery=cb)
+            i += 1
+            p.poll(0)
+            time.sleep(1.0 / self.rate_per_s)
+        p.flush(120)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(180)
+
+
+def consume_keys(cluster, topic: str, timeout_s: float = 120) -> set[str]:
+    """Every key of the topic, read from the beginning up to the current end of each partition."""
+    c = Consumer({"bootstrap.servers": cluster.bootstrap_servers(), "group.id": f"verify-{topic}-{time.time()}",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest", "enable.partition.eof": False})
+    try:
+        md = c.list_topics(topic, timeout=10).topics[topic]
+        ends = {}
+        for p in md.partitions:
+            lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            if hi > lo:
+                ends[p] = hi
+        if not ends:
+            return set()
+        c.assign([TopicPartition(topic, p, 0) for p in ends])
+        keys: set[str] = set()
+        pos = {p: 0 for p in ends}
+        deadline = time.monotonic() + timeout_s
+        while any(pos[p] < ends[p] for p in ends):
+            assert time.monotonic() < deadline, f"reading {topic} timed out at {pos} of {ends}"
+            for m in c.consume(1000, timeout=1.0):
+                if m.error():
+                    continue
+                pos[m.partition()] = max(pos[m.partition()], m.offset() + 1)
+                if m.key() is not None:
+                    keys.add(m.key().decode())
+            for tp in c.position([TopicPartition(topic, p) for p in ends]):
+                if tp.offset >= 0:
+                    pos[tp.partition] = max(pos[tp.partition], tp.offset)
+        return keys
+    finally:
+        c.close()
+
+
+def kmigrate(*args: str, env: dict[str, str] | None = None, timeout_s: float = 900) -> subprocess.CompletedProcess:
+    """Run the real CLI; stdout is JSON lines when ``-O json`` is given."""
+    full_env = dict(os.environ)
+    full_env.pop("KMIGRATE_CRASH_AT", None)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "migrate", *args], capture_output=True, text=True,
+                          timeout=timeout_s, env=full_env)
+
+
+def kmigrate_background(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    full_env = dict(os.environ)
+    full_env.pop("KMIGRATE_CRASH_AT", None)
+    full_env.update(env or {})
+    return subprocess.Popen([sys.executable, "-m", "migrate", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=full_env)
+
+
+def events(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def wait_for_event(proc: subprocess.Popen, predicate, timeout_s: float = 300, seen: list | None = None) -> dict:
+    """Read JSON events from a running kmigrate until one matches (or fail)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            if proc.poll() is not None:
+                raise AssertionError(f"kmigrate exited ({proc.returncode}) before the event: {proc.stderr.read()[-2000:]}")
+            continue
+        if not line.startswith("{"):
+            continue
+        e = json.loads(line)
+        if seen is not None:
+            seen.append(e)
+        if predicate(e):
+            return e
+    raise AssertionError("event not seen in time")
+
+
+def drain(proc: subprocess.Popen, timeout_s: float = 600, seen: list | None = None) -> int:
+    """Read the rest of a running kmigrate's events and wait for it to end; return its exit code."""
+    out, err = proc.communicate(timeout=timeout_s)
+    if seen is not None:
+        seen.extend(events(out))
+    proc.stderr_text = err  # type: ignore[attr-defined]
+    return proc.returncode
+
+
+# ------------------------------------------------------------------------------------- end state
+
+
+def topics(cluster) -> dict:
+    md = admin(cluster).list_topics(timeout=10)
+    return {name: t for name, t in md.topics.items() if t.error is None}
+
+
+def replicas_on(cluster, brokers, names=None) -> list[str]:
+    """Partitions (``topic-p``) with a replica on one of ``brokers``."""
+    out = []
+    for name, t in topics(cluster).items():
+        if names is not None and name not in names:
+            continue
+        for p in t.partitions.values():
+            if set(p.replicas) & set(brokers):
+                out.append(f"{name}-{p.id}")
+    return sorted(out)
+
+
+def leaders_not_preferred(cluster, names=None) -> list[str]:
+    out = []
+    for name, t in topics(cluster).items():
+        if names is not None and name not in names:
+            continue
+        for p in t.partitions.values():
+            if p.replicas and p.leader != p.replicas[0]:
+                out.append(f"{name}-{p.id}")
+    return sorted(out)
+
+
+def under_replicated(cluster) -> list[str]:
+    out = []
+    for name, t in topics(cluster).items():
+        for p in t.partitions.values():
+            if set(p.isrs) != set(p.replicas):
+                out.append(f"{name}-{p.id}")
+    return sorted(out)
+
+
+def throttles_left(cluster) -> list[str]:
+    """Every throttle config present: broker rates on every broker, throttled replicas on every topic."""
+    a = admin(cluster)
+    left = []
+    brokers = sorted(a.list_topics(timeout=10).brokers)
+    for b in brokers:
+        res = ConfigResource(ConfigResource.Type.BROKER, str(b))
+        entries = a.describe_configs([res])[res].result(timeout=30)
+        for name in BROKER_THROTTLE_CONFIGS:
+            if name in entries and entries[name].value:
+                left.append(f"broker {b} {name}={entries[name].value}")
+    names = sorted(topics(cluster))
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in names]
+    for res, fut in a.describe_configs(resources).items():
+        entries = fut.result(timeout=30)
+        for name in TOPIC_THROTTLE_CONFIGS:
+            if name in entries and entries[name].value:
+                left.append(f"topic {res.name} {name}={entries[name].value}")
+    return left
+
+
+def in_flight(cluster) -> dict:
+    from kafka.admin import KafkaAdminClient
+
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers().split(","))
+    try:
+        return kp.list_partition_reassignments()
+    finally:
+        kp.close()
+
+
+def ledger(cluster, topic: str = BOOKKEEPING):
+    return BookkeepingTopic(client_settings(cluster.bootstrap_servers()), topic).read()
+
+
+def wait_until(predicate, timeout_s: float = 30, what: str = "condition"):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached after {timeout_s} s")
+        time.sleep(0.5)

@@ -1,0 +1,84 @@
+"""Issue 5, must show: a target broker killed in the middle of a move.
+
+With ``--on-stall report`` the stall is reported (which partition, which broker) and the move
+completes once the broker is back; with ``--on-stall cancel`` the stalled partitions are
+cancelled cleanly: back on their replicas, nothing in flight, no throttle left.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from partitions_support import (
+    MAPPING,
+    NEW,
+    OLD,
+    PLAN_ID,
+    create_topic,
+    drain,
+    in_flight,
+    kmigrate_background,
+    ledger,
+    produce,
+    replicas_on,
+    throttles_left,
+    topics,
+    under_replicated,
+    wait_for_event,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+
+SANDBOX = dict(zookeeper_ids=(1, 2, 3), broker_ids=OLD, spare_broker_ids=NEW)
+
+
+def _start_move(cluster, topic: str, source: int, *extra: str):
+    create_topic(cluster, topic, [[source]])
+    produce(cluster, topic, 12_000, size=1000)  # 12 MB at 1 MB/s: the move lasts long enough to break it
+    proc = kmigrate_background("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--mapping", MAPPING,
+                               "--topics", topic, "--throttle", "1MB/s", "--stall-timeout", "4s", "-O", "json", *extra)
+    seen: list[dict] = []
+    wait_for_event(proc, lambda e: e["event"] == "submitted", seen=seen)
+    time.sleep(1.5)
+    return proc, seen
+
+
+def test_dead_target_is_reported_and_the_move_completes_after_restart(cluster):
+    proc, seen = _start_move(cluster, "stall-report", 1)
+    cluster.kill("kafka-4")
+    try:
+        stall = wait_for_event(proc, lambda e: e["event"] == "stall", timeout_s=180, seen=seen)
+        assert (stall["topic"], stall["partition"], stall["broker"]) == ("stall-report", 0, 4)
+        assert "broker 4" in stall["message"]
+    finally:
+        cluster.start("kafka-4")
+    code = drain(proc, timeout_s=300, seen=seen)
+    assert code == 0, proc.stderr_text[-2000:]
+    assert [tuple(p.replicas) for p in topics(cluster)["stall-report"].partitions.values()] == [(4,)]
+    assert ledger(cluster).moved_counts(PLAN_ID).get("stall-report") == 1
+    assert throttles_left(cluster) == []
+    assert in_flight(cluster) == {}
+
+
+def test_on_stall_cancel_cancels_cleanly(cluster):
+    proc, seen = _start_move(cluster, "stall-cancel", 2, "--on-stall", "cancel")
+    cluster.kill("kafka-5")
+    try:
+        code = drain(proc, timeout_s=300, seen=seen)
+        assert code == 1, proc.stderr_text[-2000:]
+        assert "cancelled" in proc.stderr_text
+        kinds = [e["event"] for e in seen]
+        assert "stall" in kinds and "stall-cancelled" in kinds
+        cancelled = [e for e in seen if e["event"] == "stall-cancelled"][0]
+        assert cancelled["topic"] == "stall-cancel" and cancelled["partitions"] == [0]
+        assert in_flight(cluster) == {}
+        assert throttles_left(cluster) == []
+        assert [tuple(p.replicas) for p in topics(cluster)["stall-cancel"].partitions.values()] == [(2,)]
+        assert "stall-cancel" not in ledger(cluster).moved_counts(PLAN_ID)
+    finally:
+        cluster.start("kafka-5")
+    wait_until(lambda: under_replicated(cluster) == [], 60, "every replica in sync after the restart")
+    assert replicas_on(cluster, NEW, ["stall-cancel"]) == []
