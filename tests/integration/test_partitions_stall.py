@@ -13,6 +13,7 @@ import pytest
 
 from partitions_support import (
     MAPPING,
+    admin,
     NEW,
     OLD,
     PLAN_ID,
@@ -35,6 +36,14 @@ pytestmark = pytest.mark.integration
 SANDBOX = dict(zookeeper_ids=(1, 2, 3), broker_ids=OLD, spare_broker_ids=NEW)
 
 
+def _restart_killed(cluster, broker: int) -> None:
+    """Start a SIGKILLed broker again once ZooKeeper has expired its old session (its
+    ``/brokers/ids`` node must be gone, or the new process cannot register and exits)."""
+    wait_until(lambda: broker not in admin(cluster).list_topics(timeout=10).brokers, 90,
+               f"broker {broker}'s old ZooKeeper session to expire")
+    cluster.start(f"kafka-{broker}")
+
+
 def _start_move(cluster, topic: str, source: int, *extra: str):
     create_topic(cluster, topic, [[source]])
     produce(cluster, topic, 12_000, size=1000)  # 12 MB at 1 MB/s: the move lasts long enough to break it
@@ -54,7 +63,7 @@ def test_dead_target_is_reported_and_the_move_completes_after_restart(cluster):
         assert (stall["topic"], stall["partition"], stall["broker"]) == ("stall-report", 0, 4)
         assert "broker 4" in stall["message"]
     finally:
-        cluster.start("kafka-4")
+        _restart_killed(cluster, 4)
     code = drain(proc, timeout_s=300, seen=seen)
     assert code == 0, proc.stderr_text[-2000:]
     assert [tuple(p.replicas) for p in topics(cluster)["stall-report"].partitions.values()] == [(4,)]
@@ -79,6 +88,6 @@ def test_on_stall_cancel_cancels_cleanly(cluster):
         assert [tuple(p.replicas) for p in topics(cluster)["stall-cancel"].partitions.values()] == [(2,)]
         assert "stall-cancel" not in ledger(cluster).moved_counts(PLAN_ID)
     finally:
-        cluster.start("kafka-5")
+        _restart_killed(cluster, 5)
     wait_until(lambda: under_replicated(cluster) == [], 60, "every replica in sync after the restart")
     assert replicas_on(cluster, NEW, ["stall-cancel"]) == []
