@@ -42,8 +42,10 @@ def _read(spark, kafka_options: dict[str, str], ranges: list[ReadRange], isolati
     for r in ranges:
         assign.setdefault(r.topic, []).append(r.partition)
     reader = spark.read.format("kafka")
+    # Spark's Kafka source asks the broker for the partition's offset range after every poll (two
+    # ListOffsets round trips): large polls (max.poll.records) and fetches make those rare.
     options = {"kafka.max.partition.fetch.bytes": str(8 << 20), "kafka.fetch.max.bytes": str(64 << 20),
-               "kafka.receive.buffer.bytes": str(1 << 20), **kafka_options}
+               "kafka.max.poll.records": "20000", "kafka.receive.buffer.bytes": str(1 << 20), **kafka_options}
     for k, v in options.items():
         reader = reader.option(k, v)
     return (reader.option("assign", json.dumps(assign))
