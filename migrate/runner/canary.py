@@ -81,8 +81,7 @@ class Canary:
         # Start reading at the current end of each partition (explicit offsets): this run's records come after it.
         starts = []
         for p in range(self.partitions):
-            _low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)
-            starts.append(TopicPartition(self.topic, p, high))
+            starts.append(TopicPartition(self.topic, p, self._high_watermark(consumer, p)))
         consumer.assign(starts)
         self._producer = self._warm_producer()
         self.ledger = CanaryLedger(self.topic, started_s=time.monotonic())
@@ -117,6 +116,17 @@ class Canary:
             raise StepFailed(f"the canary could not write to {self.topic} within {timeout_s:.0f} s: "
                              f"{result[0] if result else 'no acknowledgement'}")
         return producer
+
+    def _high_watermark(self, consumer: Consumer, partition: int, timeout_s: float = 60) -> int:
+        """The partition's high watermark; a new client may not know a just-created topic yet, so ask again."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=10)[1]
+            except KafkaException as exc:
+                if time.monotonic() > deadline:
+                    raise StepFailed(f"cannot read the end offset of {self.topic}-{partition}: {exc}") from None
+                time.sleep(0.5)
 
     def _produce(self) -> None:
         assert self.ledger is not None
