@@ -21,7 +21,8 @@ from migrate.demo import Demo
 from migrate.model import parse_zookeeper_config
 from migrate.sandbox.testing import free_ip_prefix
 
-pytestmark = pytest.mark.integration
+# The module fixture runs the whole migration (10-20 min on two cores): more than the default per-test timeout.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(2700)]
 
 SEED = 20261122
 THROTTLE_CONFIGS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
