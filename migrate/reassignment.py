@@ -178,6 +178,7 @@ class PartitionMove:
     current: tuple[int, ...]
     target: tuple[int, ...]
     size_bytes: int = 0
+    lane: str = field(default="", compare=False)  # "large" | "small": how the scheduler admitted it
 
     @property
     def adding(self) -> tuple[int, ...]:
@@ -259,11 +260,12 @@ class Caps:
     """Concurrency limits: partitions moving at once per broker and in the whole cluster
     (``None``: no cluster cap), and the longest throttle list per topic.
 
-    ``small_move_bytes``: a move copying more than this is *large* (``None``: no move is). Large
-    moves may hold at most ``per_broker - per_broker // 2`` slots of a broker (at least one), so the
-    other slots always serve small topics; they are taken largest work first, where the busiest
-    brokers are, to keep every broker's throttled bandwidth in use. The runner sets it to what the
-    throttle copies in :data:`SMALL_MOVE_SECONDS`.
+    ``small_move_bytes``: a move copying more than this may go in the *large lane* (``None``: no
+    move does). The large lane holds at most ``per_broker - per_broker // 2`` slots of a broker
+    (at least one) and takes the largest moves first, where the busiest brokers are, so every
+    broker's throttled bandwidth stays in use and the biggest copies do not all end up last; the
+    other slots always serve the smallest topics first. The runner sets it to what the throttle
+    copies in :data:`SMALL_MOVE_SECONDS`.
     """
 
     per_broker: int = DEFAULT_MAX_MOVES_PER_BROKER
@@ -282,10 +284,13 @@ class Caps:
         return max(1, self.per_broker - self.per_broker // 2)
 
     def is_large(self, move: "PartitionMove") -> bool:
+        """In the large lane: admitted there, or (not admitted yet / adopted) big enough for it."""
+        if move.lane:
+            return move.lane == "large"
         return self.small_move_bytes is not None and move.bytes_to_copy > self.small_move_bytes
 
 
-SMALL_MOVE_SECONDS = 10.0
+SMALL_MOVE_SECONDS = 1.0
 """A move the throttle copies in less than this is small (see :class:`Caps`)."""
 
 
@@ -322,10 +327,10 @@ def schedule(pending: Sequence[PartitionMove], in_flight: Sequence[PartitionMove
     * A move is admitted only if every broker it involves stays within ``caps.per_broker`` and
       the cluster within ``caps.cluster`` (each move counts once on every broker that gains or
       loses its replica, as in Cruise Control).
-    * Large moves (:attr:`Caps.small_move_bytes`) go first, but hold at most
+    * The large lane goes first (moves above :attr:`Caps.small_move_bytes`), holding at most
       :attr:`Caps.large_per_broker` slots of each broker: the most work first, on the brokers
       with the most bytes left to carry, so every broker's bandwidth stays in use.
-    * Small moves fill the other slots: topics take turns, one partition per topic per round,
+    * The small lane fills the other slots: topics take turns, one partition per topic per round,
       topics with the fewest bytes left first, so a small topic gets the next free slot even while
       large ones are moving. Within a topic, smaller partitions first (then partition number).
     * A topic's throttle lists (entries of the partitions in flight and admitted) stay within
@@ -350,10 +355,11 @@ def schedule(pending: Sequence[PartitionMove], in_flight: Sequence[PartitionMove
         leader, follower = throttle_entries([*group, m])
         return max(config_chars(leader), config_chars(follower)) <= caps.throttle_chars
 
-    def admit(m: PartitionMove) -> None:
+    def admit(m: PartitionMove, lane: str) -> None:
+        m = replace(m, lane=lane)
         for b in m.brokers:
             load[b] = load.get(b, 0) + 1
-            if caps.is_large(m):
+            if lane == "large":
                 large_load[b] = large_load.get(b, 0) + 1
         total[0] += 1
         flying.setdefault(m.topic, []).append(m)
@@ -363,7 +369,10 @@ def schedule(pending: Sequence[PartitionMove], in_flight: Sequence[PartitionMove
         return caps.cluster is not None and total[0] >= caps.cluster
 
     # -- large moves: most work first, where the busiest brokers are
-    large = sorted((m for m in candidates if caps.is_large(m)), key=lambda m: (m.topic, m.partition))
+    def eligible(m: PartitionMove) -> bool:
+        return caps.small_move_bytes is not None and m.bytes_to_copy > caps.small_move_bytes
+
+    large = sorted((m for m in candidates if eligible(m)), key=lambda m: (m.topic, m.partition))
     work = broker_work(candidates)  # bytes no move in flight is carrying yet
     while large and not cluster_full():
         best, best_key = None, None
@@ -376,7 +385,7 @@ def schedule(pending: Sequence[PartitionMove], in_flight: Sequence[PartitionMove
                 best, best_key = m, key
         if best is None:
             break
-        admit(best)
+        admit(best, "large")
         large.remove(best)
         for b, w in broker_work([best]).items():
             work[b] = work.get(b, 0) - w
@@ -386,7 +395,7 @@ def schedule(pending: Sequence[PartitionMove], in_flight: Sequence[PartitionMove
     # -- small moves: topics take turns, smallest first
     by_topic: dict[str, list[PartitionMove]] = {}
     for m in candidates:
-        if not caps.is_large(m):
+        if not eligible(m):  # large moves wait for a large-lane slot: they never crowd out small topics
             by_topic.setdefault(m.topic, []).append(m)
     for moves in by_topic.values():
         moves.sort(key=lambda m: (m.size_bytes, m.partition))
@@ -408,7 +417,7 @@ def schedule(pending: Sequence[PartitionMove], in_flight: Sequence[PartitionMove
                 if not fits_lists(m):
                     cursor[t] = len(queue)  # the topic's lists are full for now
                     break
-                admit(m)
+                admit(m, "small")
                 progress = True
                 break  # next topic's turn
     return tuple(chosen)

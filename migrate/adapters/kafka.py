@@ -203,22 +203,45 @@ class ReassignmentAdmin:
 
     def broker_dynamic_configs(self, brokers: list[int], names: tuple[str, ...]) -> dict[int, dict[str, str]]:
         """broker -> {name: value} of the named per-broker dynamic configs that are set.
-        A broker that does not answer is absent."""
+        A broker that does not answer is absent. One request per broker (librdkafka takes one
+        BROKER resource per call), all sent before any answer is awaited."""
         from confluent_kafka.admin import ConfigSource
 
-        out: dict[int, dict[str, str]] = {}
+        pending = {}
         for b in brokers:
+            pending[b] = self.admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))],
+                                                     request_timeout=self.timeout_s)
+        out: dict[int, dict[str, str]] = {}
+        for b, futures in pending.items():
             try:
-                got = self._describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))])
+                entries = next(iter(futures.values())).result(timeout=self.timeout_s)
             except Exception as exc:
                 log.warning("cannot read the dynamic configs of broker %s: %s", b, exc)
                 continue
-            entries = got.get(str(b), {})
             out[b] = {
                 n: entries[n].value for n in names
                 if n in entries and entries[n].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
             }
         return out
+
+    def set_brokers_configs(self, values: dict[int, dict[str, str | None]]) -> dict[int, str]:
+        """Per-broker dynamic configs on many brokers at once (one request per broker, sent together):
+        a value sets, ``None`` deletes. Returns the brokers that refused or did not answer, with why."""
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+        pending = {}
+        for b, configs in values.items():
+            res = ConfigResource(ConfigResource.Type.BROKER, str(b), incremental_configs=[
+                ConfigEntry(n, v, incremental_operation=AlterConfigOpType.DELETE if v is None else AlterConfigOpType.SET)
+                for n, v in configs.items()])
+            pending[b] = self.admin.incremental_alter_configs([res], request_timeout=self.timeout_s)
+        failed: dict[int, str] = {}
+        for b, futures in pending.items():
+            try:
+                next(iter(futures.values())).result(timeout=self.timeout_s)
+            except Exception as exc:
+                failed[b] = str(exc)
+        return failed
 
     @ADMIN_RETRY
     def _incremental(self, resource) -> None:
@@ -369,3 +392,24 @@ class ReassignmentAdmin:
         fut = self.admin.create_topics([NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment,
                                                  config=configs or {})], request_timeout=self.timeout_s)[name]
         fut.result(timeout=self.timeout_s)
+        self.wait_for_leaders(name, len(assignment))
+
+    def wait_for_leaders(self, name: str, partitions: int) -> None:
+        """Wait until the metadata shows every partition of a new topic with a leader, so that a
+        client right after sees the whole topic (the controller's answer comes before every broker
+        has the metadata)."""
+        import time
+
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                md = self.admin.list_topics(name, timeout=5).topics.get(name)
+            except Exception:  # a broker restarting: ask again
+                md = None
+            if md is not None and md.error is None and len(md.partitions) == partitions and all(
+                    p.leader >= 0 for p in md.partitions.values()):
+                return
+            if time.monotonic() > deadline:
+                raise StepFailed(f"topic {name} was created but not every partition has a leader after "
+                                 f"{self.timeout_s:.0f} s: check the brokers with kmigrate inspect")
+            time.sleep(0.2)

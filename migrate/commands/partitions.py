@@ -19,7 +19,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColum
 from rich.table import Table
 
 from migrate.clientconfig import client_settings
-from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console
+from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
 from migrate.errors import BadInput
 from migrate.reassignment import (
     DEFAULT_MAX_MOVES_PER_BROKER,
@@ -262,7 +262,7 @@ def partitions(
     topics: Optional[str] = typer.Option(None, "--topics", help="Only topics matching this regular expression (in full)."),
     exclude: Optional[str] = typer.Option(None, "--exclude", help="Leave out topics matching this regular expression (in full)."),
     resume: bool = typer.Option(False, "--resume", help="Continue a migration (a plain rerun does the same: adopts moves in flight, clears stale throttles)."),
-    cancel: bool = typer.Option(False, "--cancel", help="Cancel every reassignment kmigrate started (they revert) and remove its throttles."),
+    cancel: bool = typer.Option(False, "--cancel", help="Cancel every reassignment kmigrate started (they revert; --topics/--exclude narrow it) and remove its throttles."),
     on_stall: str = typer.Option("report", "--on-stall", help="report: say which partition and broker make no progress; cancel: also cancel those partitions."),
     stall_timeout: str = typer.Option("120s", "--stall-timeout", help="No byte progress for this long is a stall (e.g. 90s, 5m)."),
     poll_interval: str = typer.Option("1s", "--poll-interval", help="How often to look at the reassignments (e.g. 1s, 500ms)."),
@@ -278,13 +278,13 @@ def partitions(
     if cancel:
         from migrate.runner.partitions import cancel_partitions
 
-        compile_topic_filter(topics, exclude)
+        include_re, exclude_re = compile_topic_filter(topics, exclude)
         pb, _pl = _load_inputs(playbook, plan)
         client = _client(bootstrap_server, command_config, pb)
         book = bookkeeping_topic or (_pl.bookkeeping_topic if _pl else None) or (
             pb.migration.bookkeeping_topic if pb else None) or DEFAULT_BOOKKEEPING_TOPIC
         try:
-            cancel_partitions(client, book, render, dry_run=dry_run)
+            cancel_partitions(client, book, render, dry_run=dry_run, include=include_re, exclude=exclude_re)
         finally:
             if isinstance(render, TextRenderer):
                 render.close()

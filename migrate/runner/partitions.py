@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterable, Mapping
 from migrate.adapters.bookkeeping import BookkeepingTopic, Ledger, Record, make_record
 from migrate.adapters.kafka import ReassignmentAdmin
 from migrate.clientconfig import ClientSettings
-from migrate.errors import BadInput, KmigrateError, StepFailed
+from migrate.errors import BadInput, StepFailed
 from migrate.model import Partition, Topic
 from migrate.reassignment import (
     BROKER_THROTTLE_CONFIGS,
@@ -64,7 +64,6 @@ from migrate.reassignment import (
     copied,
     decide,
     format_entries,
-    isr_short,
     observe_progress,
     parse_entries,
     plan_targets,
@@ -148,10 +147,11 @@ class Throttles:
                 records.append(make_record(self.plan_id, "throttle-broker", f"{b}/{cfg}", _now_s(),
                                            broker=b, config=cfg, value=self.rate, prior=prior))
         self.book.append(records)
-        for b in todo:
-            self.admin.set_broker_configs(b, {cfg: self.rate for cfg in BROKER_THROTTLE_CONFIGS})
-            self.brokers.add(b)
-        self.emit({"event": "throttle-set", "brokers": todo, "rate_bytes_per_s": int(self.rate)})
+        failed = self.admin.set_brokers_configs({b: {cfg: self.rate for cfg in BROKER_THROTTLE_CONFIGS} for b in todo})
+        for b, why in sorted(failed.items()):  # retried on the next moves that need it
+            self.emit({"event": "warning", "message": f"cannot set the throttle on broker {b}: {why}"})
+        self.brokers.update(b for b in todo if b not in failed)
+        self.emit({"event": "throttle-set", "brokers": [b for b in todo if b not in failed], "rate_bytes_per_s": int(self.rate)})
 
     # ----------------------------------------------------------------- topics
     def sync(self, wanted_by_topic: Mapping[str, list[PartitionMove]], records: Iterable[Record] = ()) -> None:
@@ -245,6 +245,7 @@ def clear_recorded_throttles(admin: ReassignmentAdmin, book: BookkeepingTopic, l
     if brokers:
         current = admin.broker_dynamic_configs(sorted({b for b, _ in brokers}), BROKER_THROTTLE_CONFIGS)
         changes: dict[int, dict[str, str | None]] = {}
+        actions: dict[tuple[int, str], str] = {}
         for (b, cfg), rec in sorted(brokers.items()):
             if b not in current:
                 problems.append(f"broker {b} did not answer: its {cfg} stays until a later run removes it")
@@ -262,10 +263,15 @@ def clear_recorded_throttles(admin: ReassignmentAdmin, book: BookkeepingTopic, l
                 action = "restored" if rec["prior"] is not None else "removed"
             elif now is not None and now != rec["prior"]:
                 action = "left (changed by someone else)"
+            actions[(b, cfg)] = action
+        failed = admin.set_brokers_configs(changes)
+        for b, why in sorted(failed.items()):
+            problems.append(f"broker {b} refused the throttle removal ({why}): it stays until a later run removes it")
+        for (b, cfg), action in sorted(actions.items()):
+            if b in failed:
+                continue  # still recorded as set: a later run tries again
             records.append(make_record(plan_id, "throttle-cleared", f"{b}/{cfg}", _now_s(), scope="broker", broker=b, config=cfg))
             emit({"event": "throttle-cleared", "scope": "broker", "broker": b, "config": cfg, "action": action})
-        for b, values in sorted(changes.items()):
-            admin.set_broker_configs(b, values)
     topics = ledger.topic_throttles()
     if topics:
         names = sorted({t for t, _ in topics})
@@ -337,7 +343,6 @@ class PartitionMover:
         self.live: dict[int, str] = {}
         self.brokers: list = []
         self.cancelled_partitions: list[tuple[str, int]] = []
-        self.failed: list[str] = []
         self.started_s = 0.0
         self.changed = False  # set once kmigrate may have changed the cluster
         self.halted: str | None = None  # why no more work is submitted (a --cancel from outside)
@@ -1031,17 +1036,21 @@ def run_partitions(request: PartitionsRequest, emit: Emit) -> dict[str, Any]:
 
 
 def cancel_partitions(client: ClientSettings, bookkeeping_topic: str, emit: Emit, plan_id: str = "cancel",
-                      dry_run: bool = False, timeout_s: float = 120.0) -> dict[str, Any]:
+                      dry_run: bool = False, timeout_s: float = 120.0, include: re.Pattern[str] | None = None,
+                      exclude: re.Pattern[str] | None = None) -> dict[str, Any]:
     """Cancel every in-flight reassignment kmigrate started (its ``submitted`` records, any plan,
-    with the same target as in flight), wait until none is left, and remove kmigrate's throttles.
-    Reassignments started by someone else are reported and left alone."""
+    with the same target as in flight; only topics matching ``include`` / not ``exclude`` when
+    given), wait until none is left, and remove kmigrate's throttles. Reassignments started by
+    someone else are reported and left alone."""
     admin = ReassignmentAdmin(client)
     book = BookkeepingTopic(client, bookkeeping_topic)
     try:
         ledger = book.read() if book.exists(admin.admin) else Ledger([])
         submitted = ledger.submitted(None)
         flights = admin.list_reassignments()
-        ours = {k: f for k, f in flights.items() if k in submitted and tuple(f.target) == tuple(submitted[k])}
+        chosen = set(select_topics({t for t, _ in flights}, include, exclude))
+        ours = {k: f for k, f in flights.items()
+                if k in submitted and tuple(f.target) == tuple(submitted[k]) and k[0] in chosen}
         others = sorted(k for k in flights if k not in ours)
         if others:
             emit({"event": "left-alone", "partitions": [f"{t}-{p}" for t, p in others],
@@ -1158,4 +1167,4 @@ def migration_status(client: ClientSettings, bookkeeping_topic: str, plan_id: st
 
 
 __all__ = ["PartitionsRequest", "run_partitions", "cancel_partitions", "migration_status", "crash_point", "CRASH_ENV",
-           "PartitionMover", "clear_recorded_throttles", "Throttles", "KmigrateError", "isr_short"]
+           "PartitionMover", "clear_recorded_throttles", "Throttles"]

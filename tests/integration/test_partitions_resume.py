@@ -14,7 +14,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from migrate.adapters.bookkeeping import BookkeepingTopic, encode, make_record
+from migrate.adapters.bookkeeping import BookkeepingTopic, make_record
 from migrate.clientconfig import client_settings
 from partitions_support import (
     MAPPING,
@@ -105,7 +105,7 @@ def test_crash_after_setting_throttles_then_resume(cluster):
 
 def test_crash_after_submit_then_resume_adopts(cluster):
     names = _make_topics(cluster, "ks", big_bytes=12_000_000)
-    # at 1 MB/s the big partition is a large move (more than 10 s of copying): it goes in the first batch
+    # at 1 MB/s the big partition is a large move (more than 3 s of copying): it goes in the first batch
     r = _run(cluster, "ks", crash="after-submit", throttle="1MB/s")
     assert r.returncode == -signal.SIGKILL, r.stderr
     submitted = [e for e in events(r.stdout) if e["event"] == "submitted"]

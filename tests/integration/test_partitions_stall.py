@@ -3,6 +3,9 @@
 With ``--on-stall report`` the stall is reported (which partition, which broker) and the move
 completes once the broker is back; with ``--on-stall cancel`` the stalled partitions are
 cancelled cleanly: back on their replicas, nothing in flight, no throttle left.
+
+This module's cluster uses non-sequential broker ids (101, 205, 310 -> 411, 517, 623): nothing
+in kmigrate assumes ids 1..N.
 """
 
 from __future__ import annotations
@@ -12,12 +15,9 @@ import time
 
 import pytest
 
+from migrate.reassignment import mapping_plan_id
 from partitions_support import (
-    MAPPING,
     admin,
-    NEW,
-    OLD,
-    PLAN_ID,
     create_topic,
     drain,
     in_flight,
@@ -35,6 +35,10 @@ from partitions_support import (
 
 pytestmark = pytest.mark.integration
 
+OLD = (101, 205, 310)
+NEW = (411, 517, 623)
+MAPPING = ",".join(f"{o}:{n}" for o, n in zip(OLD, NEW))
+PLAN_ID = mapping_plan_id(dict(zip(OLD, NEW)))
 SANDBOX = dict(zookeeper_ids=(1, 2, 3), broker_ids=OLD, spare_broker_ids=NEW)
 
 
@@ -58,25 +62,25 @@ def _start_move(cluster, topic: str, source: int, *extra: str):
 
 
 def test_dead_target_is_reported_and_the_move_completes_after_restart(cluster):
-    proc, seen = _start_move(cluster, "stall-report", 1)
-    cluster.kill("kafka-4")
+    proc, seen = _start_move(cluster, "stall-report", 101)
+    cluster.kill("kafka-411")
     try:
         stall = wait_for_event(proc, lambda e: e["event"] == "stall", timeout_s=180, seen=seen)
-        assert (stall["topic"], stall["partition"], stall["broker"]) == ("stall-report", 0, 4)
-        assert "broker 4" in stall["message"]
+        assert (stall["topic"], stall["partition"], stall["broker"]) == ("stall-report", 0, 411)
+        assert "broker 411" in stall["message"]
     finally:
-        _restart_killed(cluster, 4)
+        _restart_killed(cluster, 411)
     code = drain(proc, timeout_s=300, seen=seen)
     assert code == 0, proc.stderr_text[-2000:]
-    assert [tuple(p.replicas) for p in topics(cluster)["stall-report"].partitions.values()] == [(4,)]
+    assert [tuple(p.replicas) for p in topics(cluster)["stall-report"].partitions.values()] == [(411,)]
     assert ledger(cluster).moved_counts(PLAN_ID).get("stall-report") == 1
     assert throttles_left(cluster) == []
     assert in_flight(cluster) == {}
 
 
 def test_on_stall_cancel_cancels_cleanly(cluster):
-    proc, seen = _start_move(cluster, "stall-cancel", 2, "--on-stall", "cancel")
-    cluster.kill("kafka-5")
+    proc, seen = _start_move(cluster, "stall-cancel", 205, "--on-stall", "cancel")
+    cluster.kill("kafka-517")
     try:
         code = drain(proc, timeout_s=300, seen=seen)
         assert code == 1, proc.stderr_text[-2000:]
@@ -88,16 +92,16 @@ def test_on_stall_cancel_cancels_cleanly(cluster):
         assert in_flight(cluster) == {}
         assert throttles_left(cluster) == []  # on every live broker and topic
         # the dead broker's own throttle could not be removed: said so, left for a later run
-        assert any(e["event"] == "warning" and "broker 5 did not answer" in e["message"] for e in seen)
-        assert [tuple(p.replicas) for p in topics(cluster)["stall-cancel"].partitions.values()] == [(2,)]
+        assert any(e["event"] == "warning" and "broker 517 did not answer" in e["message"] for e in seen)
+        assert [tuple(p.replicas) for p in topics(cluster)["stall-cancel"].partitions.values()] == [(205,)]
         assert "stall-cancel" not in ledger(cluster).moved_counts(PLAN_ID)
     finally:
-        _restart_killed(cluster, 5)
+        _restart_killed(cluster, 517)
     wait_until(lambda: under_replicated(cluster) == [], 60, "every replica in sync after the restart")
     assert replicas_on(cluster, NEW, ["stall-cancel"]) == []
-    # back, broker 5 still carries kmigrate's rate: status says whose it is, the next run removes it
+    # back, broker 517 still carries kmigrate's rate: status says whose it is, the next run removes it
     left = throttles_left(cluster)
-    assert left and all(x.startswith("broker 5 ") for x in left), left
+    assert left and all(x.startswith("broker 517 ") for x in left), left
     st = json.loads(kmigrate("status", "--bootstrap-server", cluster.bootstrap_servers(), "-O", "json").stdout)
     assert [t["kmigrate"] for t in st["throttles"]] == [True, True]
     r = kmigrate("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--cancel", "-O", "json")
@@ -106,11 +110,11 @@ def test_on_stall_cancel_cancels_cleanly(cluster):
 
 
 def test_refuses_to_start_with_under_replicated_partitions(cluster):
-    create_topic(cluster, "pre-a", [[3, 1]])
+    create_topic(cluster, "pre-a", [[310, 101]])
     produce(cluster, "pre-a", 1000)
-    cluster.kill("kafka-3")
+    cluster.kill("kafka-310")
     try:
-        wait_until(lambda: list(topics(cluster)["pre-a"].partitions[0].isrs) == [1], 90, "the ISR to drop broker 3")
+        wait_until(lambda: list(topics(cluster)["pre-a"].partitions[0].isrs) == [101], 90, "the ISR to drop broker 310")
         r = kmigrate("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--mapping", MAPPING,
                      "--topics", "pre-.*")
         assert r.returncode == 2, r.stdout + r.stderr
@@ -121,5 +125,5 @@ def test_refuses_to_start_with_under_replicated_partitions(cluster):
                      "--topics", "pre-.*", "--force", "--dry-run", "-O", "json")
         assert r.returncode == 0, r.stderr
     finally:
-        _restart_killed(cluster, 3)
+        _restart_killed(cluster, 310)
     wait_until(lambda: under_replicated(cluster) == [], 90, "every replica in sync after the restart")
