@@ -191,7 +191,9 @@ def test_topics_create_keeps_off_retiring_brokers(cluster, topic_name):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})
-    md = admin.list_topics(topic_name, timeout=10).topics[topic_name]
+    deadline = time.monotonic() + 30  # the broker this client asks may learn of the topic a moment later
+    while len((md := admin.list_topics(topic_name, timeout=10).topics[topic_name]).partitions) < 6 and time.monotonic() < deadline:
+        time.sleep(0.2)
     actual = [list(md.partitions[i].replicas) for i in range(6)]
     assert actual == doc["assignments"]
     racks = {b: cluster.broker_properties(b)["broker.rack"].split("/")[0] for b in (4, 5, 6)}
