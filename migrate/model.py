@@ -450,6 +450,19 @@ def snapshot_to_dict(snapshot: ClusterSnapshot) -> dict[str, Any]:
     return json.loads(snapshot_to_json(snapshot))
 
 
+def zk_server_doc(s: ZkServer) -> dict[str, Any]:
+    """The JSON form of one ZooKeeper server (cluster files and plan files alike)."""
+    return {
+        "id": s.id,
+        "host": s.host,
+        "quorum_port": s.quorum_port,
+        "election_port": s.election_port,
+        "client_port": s.client_port,
+        "client_host": s.client_host,
+        "role": s.role,
+    }
+
+
 def _snapshot_doc(snapshot: ClusterSnapshot) -> dict[str, Any]:
     zk = snapshot.zookeeper
     cache: dict[tuple[int, ...], str] = {}
@@ -462,18 +475,7 @@ def _snapshot_doc(snapshot: ClusterSnapshot) -> dict[str, Any]:
             "connect": zk.connect,
             "config_version": zk.config_version,
             "reconfig_enabled": zk.reconfig_enabled,
-            "servers": [
-                {
-                    "id": s.id,
-                    "host": s.host,
-                    "quorum_port": s.quorum_port,
-                    "election_port": s.election_port,
-                    "client_port": s.client_port,
-                    "client_host": s.client_host,
-                    "role": s.role,
-                }
-                for s in sorted(zk.servers, key=lambda s: s.id)
-            ],
+            "servers": [zk_server_doc(s) for s in sorted(zk.servers, key=lambda s: s.id)],
             "server_versions": {str(k): zk.server_versions[k] for k in sorted(zk.server_versions)},
             "server_modes": {str(k): zk.server_modes[k] for k in sorted(zk.server_modes)},
         },

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from migrate.errors import BadInput
-from migrate.model import RawJSON, ZkServer, _ints_text, _num, pretty_json
+from migrate.model import RawJSON, ZkServer, _ints_text, _num, pretty_json, zk_server_doc
 
 PLAN_KIND = "kmigrate.plan"
 PLAN_FORMAT_VERSION = 1
@@ -317,17 +317,6 @@ def _canonical_moves(moves: Iterable[tuple[Any, ...]]) -> str:
 # --------------------------------------------------------------------------- JSON
 
 
-def _server_doc(s: ZkServer) -> dict[str, Any]:
-    return {
-        "id": s.id,
-        "host": s.host,
-        "quorum_port": s.quorum_port,
-        "election_port": s.election_port,
-        "client_port": s.client_port,
-        "client_host": s.client_host,
-        "role": s.role,
-    }
-
 
 def _moves_json(moves: MoveList) -> list[RawJSON]:
     """Each move as one line of JSON: the text the compact encoder gives for
@@ -386,8 +375,8 @@ def _plan_doc(plan: Plan) -> dict[str, Any]:
         "zookeeper": None
         if zk is None
         else {
-            "current": [_server_doc(s) for s in zk.current],
-            "joiners": [_server_doc(s) for s in zk.joiners],
+            "current": [zk_server_doc(s) for s in zk.current],
+            "joiners": [zk_server_doc(s) for s in zk.joiners],
             "remove": list(zk.remove),
             "from_config": zk.from_config,
             "joiner_config": list(zk.joiner_config),
