@@ -410,7 +410,7 @@ def load_playbook(path: str | os.PathLike[str]) -> Playbook:
     Raises :class:`BadInput` (one line) when a file is missing or invalid.
     """
     path = os.fspath(path)
-    name = os.path.basename(path) or path
+    name = path  # as given: the runbook names it, so its commands run from where plan ran
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()

@@ -18,7 +18,7 @@ zookeeper: {connect: "z:2181"}
 
 def test_sandbox_playbook_matches_the_sandbox(kb):
     pb = load_playbook(kb.repo / "playbooks" / "sandbox.yaml")
-    assert pb.source == "sandbox.yaml"
+    assert pb.source == str(kb.repo / "playbooks" / "sandbox.yaml")  # as given: the runbook names it
     assert pb.kafka.bootstrap_servers == "127.0.0.1:9092,127.0.0.2:9092,127.0.0.3:9092"
     assert pb.zookeeper.connect == "127.0.0.1:2181,127.0.0.2:2181,127.0.0.3:2181"
     assert pb.zookeeper.add == (
@@ -158,5 +158,5 @@ def test_missing_files_are_one_line(tmp_path):
         load_playbook(tmp_path / "nope.yaml")
     assert "\n" not in exc.value.message
     (tmp_path / "p.yaml").write_text("kafka: {bootstrap_servers: 'h:9092', command_config: missing.properties}\nzookeeper: {connect: z}\n")
-    with pytest.raises(BadInput, match=r"^playbook p.yaml: kafka.command_config: file .*missing.properties not found"):
+    with pytest.raises(BadInput, match=r"^playbook \S*/p.yaml: kafka.command_config: file .*missing.properties not found"):
         load_playbook(tmp_path / "p.yaml")
