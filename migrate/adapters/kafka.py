@@ -243,27 +243,6 @@ class ReassignmentAdmin:
                 failed[b] = str(exc)
         return failed
 
-    @ADMIN_RETRY
-    def _incremental(self, resource) -> None:
-        futures = self.admin.incremental_alter_configs([resource], request_timeout=self.timeout_s)
-        for f in futures.values():
-            f.result(timeout=self.timeout_s)
-
-    def alter_topic_entries(self, topic: str, name: str, entries: list[str], append: bool) -> None:
-        """Append (or subtract) ``partition:broker`` entries to a topic's list config, leaving the
-        other entries alone (KIP-339 APPEND / SUBTRACT)."""
-        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
-
-        if not entries:
-            return
-        op = AlterConfigOpType.APPEND if append else AlterConfigOpType.SUBTRACT
-        res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
-            ConfigEntry(name, ",".join(entries), incremental_operation=op)])
-        try:
-            self._incremental(res)
-        except Exception as exc:
-            raise StepFailed(f"cannot {'set' if append else 'remove'} {name} of topic {topic}: {exc}") from None
-
     def alter_topic_configs(self, ops: dict[str, list[tuple[str, str, str | None]]]) -> None:
         """Incremental changes to many topics in one request per 100 topics.
 
@@ -289,32 +268,6 @@ class ReassignmentAdmin:
                     if "UNKNOWN_TOPIC" in str(exc):
                         continue
                     raise StepFailed(f"cannot change the throttle configs of topic {res.name}: {exc}") from None
-
-    def delete_topic_config(self, topic: str, name: str) -> None:
-        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
-
-        res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
-            ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE)])
-        try:
-            self._incremental(res)
-        except Exception as exc:
-            raise StepFailed(f"cannot remove {name} of topic {topic}: {exc}") from None
-
-    def set_broker_config(self, broker: int, name: str, value: str | None) -> None:
-        """Set (``value``) or delete (``None``) one per-broker dynamic config."""
-        self.set_broker_configs(broker, {name: value})
-
-    def set_broker_configs(self, broker: int, values: dict[str, str | None]) -> None:
-        """Set (a value) or delete (``None``) per-broker dynamic configs in one request to that broker."""
-        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
-
-        res = ConfigResource(ConfigResource.Type.BROKER, str(broker), incremental_configs=[
-            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET)
-            for name, value in values.items()])
-        try:
-            self._incremental(res)
-        except Exception as exc:
-            raise StepFailed(f"cannot change {', '.join(values)} on broker {broker}: {exc}") from None
 
     # ------------------------------------------------------------- reassignments
     @ADMIN_RETRY
