@@ -287,6 +287,10 @@ class Caps:
         """In the large lane: admitted there, or (not admitted yet / adopted) big enough for it."""
         if move.lane:
             return move.lane == "large"
+        return self.fits_large_lane(move)
+
+    def fits_large_lane(self, move: "PartitionMove") -> bool:
+        """Big enough for the large lane: copies more than :attr:`small_move_bytes`."""
         return self.small_move_bytes is not None and move.bytes_to_copy > self.small_move_bytes
 
 
@@ -369,10 +373,7 @@ def schedule(pending: Sequence[PartitionMove], in_flight: Sequence[PartitionMove
         return caps.cluster is not None and total[0] >= caps.cluster
 
     # -- large moves: most work first, where the busiest brokers are
-    def eligible(m: PartitionMove) -> bool:
-        return caps.small_move_bytes is not None and m.bytes_to_copy > caps.small_move_bytes
-
-    large = sorted((m for m in candidates if eligible(m)), key=lambda m: (m.topic, m.partition))
+    large = sorted((m for m in candidates if caps.fits_large_lane(m)), key=lambda m: (m.topic, m.partition))
     work = broker_work(candidates)  # bytes no move in flight is carrying yet
     while large and not cluster_full():
         best, best_key = None, None
@@ -395,7 +396,7 @@ def schedule(pending: Sequence[PartitionMove], in_flight: Sequence[PartitionMove
     # -- small moves: topics take turns, smallest first
     by_topic: dict[str, list[PartitionMove]] = {}
     for m in candidates:
-        if not eligible(m):  # large moves wait for a large-lane slot: they never crowd out small topics
+        if not caps.fits_large_lane(m):  # large moves wait for a large-lane slot: they never crowd out small topics
             by_topic.setdefault(m.topic, []).append(m)
     for moves in by_topic.values():
         moves.sort(key=lambda m: (m.size_bytes, m.partition))
