@@ -37,7 +37,8 @@ def _offsets_json(ranges: list[ReadRange], attr: str) -> str:
     return json.dumps(out)
 
 
-def _read(spark, kafka_options: dict[str, str], ranges: list[ReadRange], isolation_level: str, end_attr: str = "end"):
+def _read(spark, kafka_options: dict[str, str], ranges: list[ReadRange], isolation_level: str,
+          start_attr: str = "read_from", end_attr: str = "end"):
     assign: dict[str, list[int]] = {}
     for r in ranges:
         assign.setdefault(r.topic, []).append(r.partition)
@@ -49,7 +50,7 @@ def _read(spark, kafka_options: dict[str, str], ranges: list[ReadRange], isolati
     for k, v in options.items():
         reader = reader.option(k, v)
     return (reader.option("assign", json.dumps(assign))
-            .option("startingOffsets", _offsets_json(ranges, "read_from"))
+            .option("startingOffsets", _offsets_json(ranges, start_attr))
             .option("endingOffsets", _offsets_json(ranges, end_attr))
             .option("includeHeaders", "true")
             .option("failOnDataLoss", "false")
@@ -90,10 +91,6 @@ def _table(spark, rows: list[tuple], schema: str):
     return F.broadcast(table)
 
 
-def _bounds(spark, ranges: list[ReadRange]):
-    return _table(spark, [(r.topic, r.partition, r.read_to) for r in ranges], "topic string, partition int, read_to bigint")
-
-
 # A 64-bit hash h is summed exactly as three bigint sums of its pieces, h = a * 2^42 + b * 2^21 + c
 # (a signed, b and c in [0, 2^21)): each piece sum stays below 2^63 for up to 2^41 records per partition,
 # far past any Kafka partition, and bigint sums cost much less than DECIMAL(38,0) ones.
@@ -117,15 +114,65 @@ def _join_pieces(row, name: str) -> int:
     return sum(int(row[f"{name}_{i}"]) << shift for i, (shift, _) in enumerate(_PIECES))
 
 
-def _collect(rows) -> dict[tuple[str, int], tuple[Digest, Tail]]:
-    out = {}
-    for r in rows:
-        out[(r["topic"], r["partition"])] = (
-            Digest(int(r["records"]), _join_pieces(r, "hash1"), _join_pieces(r, "hash2"), r["first_offset"],
-                   r["last_offset"], int(r["raw_records"])),
-            Tail(int(r["tail_records"]), r["tail_first"], r["tail_last"]),
-        )
-    return out
+def _digest_plain(spark, kafka_options: dict[str, str], ranges: list[ReadRange], include_offsets: bool,
+                  isolation_level: str) -> dict[tuple[str, int], Digest]:
+    """Every record of ``[read_from, read_to)``, hashed and summed."""
+    from pyspark.sql import functions as F
+
+    df = _record_hashes(_read(spark, kafka_options, ranges, isolation_level, end_attr="read_to"), include_offsets)
+    agg = df.groupBy("topic", "partition").agg(
+        F.count(F.lit(1)).alias("records"),
+        *_sum_pieces(F.col("h1"), "hash1"),
+        *_sum_pieces(F.col("h2"), "hash2"),
+        F.min("offset").alias("first_offset"),
+        F.max("offset").alias("last_offset"),
+    )
+    return {(r["topic"], r["partition"]): Digest(int(r["records"]), _join_pieces(r, "hash1"), _join_pieces(r, "hash2"),
+                                                 r["first_offset"], r["last_offset"], int(r["records"]))
+            for r in agg.collect()}
+
+
+def _digest_compacted(spark, kafka_options: dict[str, str], ranges: list[ReadRange], include_offsets: bool,
+                      isolation_level: str) -> dict[tuple[str, int], Digest]:
+    """The table of ``[read_from, read_to)``: the last record of each key (null keys count one record each),
+    tombstones left out."""
+    from pyspark.sql import functions as F
+
+    df = _record_hashes(_read(spark, kafka_options, ranges, isolation_level, end_attr="read_to"), include_offsets)
+    group_key = F.when(F.col("key").isNull(),
+                       F.concat(F.lit(b"\x00").cast("binary"), F.col("offset").cast("string").cast("binary"))
+                       ).otherwise(F.concat(F.lit(b"\x01").cast("binary"), F.col("key")))
+    per_key = df.withColumn("gkey", group_key).groupBy("topic", "partition", "gkey").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.max_by("h1", "offset").alias("h1"),
+        F.max_by("h2", "offset").alias("h2"),
+        F.max_by(F.col("value").isNull(), "offset").alias("tombstone"),
+        F.min("offset").alias("lo"),
+        F.max("offset").alias("hi"),
+    )
+    live = ~F.col("tombstone")
+    agg = per_key.groupBy("topic", "partition").agg(
+        F.count_if(live).alias("records"),
+        F.sum(F.col("n")).alias("raw_records"),
+        *_sum_pieces(F.when(live, F.col("h1")), "hash1"),
+        *_sum_pieces(F.when(live, F.col("h2")), "hash2"),
+        F.min("lo").alias("first_offset"),
+        F.max("hi").alias("last_offset"),
+    )
+    return {(r["topic"], r["partition"]): Digest(int(r["records"]), _join_pieces(r, "hash1"), _join_pieces(r, "hash2"),
+                                                 r["first_offset"], r["last_offset"], int(r["raw_records"]))
+            for r in agg.collect()}
+
+
+def _count_tails(spark, kafka_options: dict[str, str], ranges: list[ReadRange],
+                 isolation_level: str) -> dict[tuple[str, int], Tail]:
+    """Records of ``[read_to, end)``: counted, not hashed."""
+    from pyspark.sql import functions as F
+
+    df = _read(spark, kafka_options, ranges, isolation_level, start_attr="read_to")
+    agg = df.groupBy("topic", "partition").agg(
+        F.count(F.lit(1)).alias("records"), F.min("offset").alias("first"), F.max("offset").alias("last"))
+    return {(r["topic"], r["partition"]): Tail(int(r["records"]), r["first"], r["last"]) for r in agg.collect()}
 
 
 def digest_ranges(spark, kafka_options: dict[str, str], ranges: list[ReadRange], include_offsets: bool,
@@ -134,62 +181,22 @@ def digest_ranges(spark, kafka_options: dict[str, str], ranges: list[ReadRange],
 
     Plain partitions: every record of ``[read_from, read_to)`` is hashed and summed. Compacted
     partitions: the last record of each key in that range (null keys count one record each), tombstones
-    left out.
+    left out. Tails (``[read_to, end)``, only in a snapshot taken against an earlier one) are a read of
+    their own, counted and not hashed: each read is bounded by its offsets alone, so no record needs
+    its partition's bounds looked up.
     """
-    from pyspark.sql import functions as F
-
-    out: dict[tuple[str, int], tuple[Digest, Tail]] = {(r.topic, r.partition): (Digest(), Tail()) for r in ranges}
-    to_read = [r for r in ranges if r.end > r.read_from]
-    plain = [r for r in to_read if not r.compacted]
-    compacted = [r for r in to_read if r.compacted]
-    in_prefix = F.col("offset") < F.col("read_to")
-    when_prefix = lambda c: F.when(in_prefix, c)  # noqa: E731
-    when_tail = lambda c: F.when(~in_prefix, c)  # noqa: E731
+    digests: dict[tuple[str, int], Digest] = {}
+    prefix = [r for r in ranges if r.read_to > r.read_from]
+    plain = [r for r in prefix if not r.compacted]
+    compacted = [r for r in prefix if r.compacted]
+    tails = [r for r in ranges if r.end > r.read_to]
     if plain:
-        df = _read(spark, kafka_options, plain, isolation_level).join(_bounds(spark, plain), ["topic", "partition"])
-        df = _record_hashes(df, include_offsets)
-        agg = df.groupBy("topic", "partition").agg(
-            F.count_if(in_prefix).alias("records"),
-            F.count_if(in_prefix).alias("raw_records"),
-            *_sum_pieces(when_prefix(F.col("h1")), "hash1"),
-            *_sum_pieces(when_prefix(F.col("h2")), "hash2"),
-            F.min(when_prefix(F.col("offset"))).alias("first_offset"),
-            F.max(when_prefix(F.col("offset"))).alias("last_offset"),
-            F.count_if(~in_prefix).alias("tail_records"),
-            F.min(when_tail(F.col("offset"))).alias("tail_first"),
-            F.max(when_tail(F.col("offset"))).alias("tail_last"),
-        )
-        out.update(_collect(agg.collect()))
+        digests.update(_digest_plain(spark, kafka_options, plain, include_offsets, isolation_level))
     if compacted:
-        df = _read(spark, kafka_options, compacted, isolation_level).join(
-            _bounds(spark, compacted), ["topic", "partition"])
-        df = _record_hashes(df, include_offsets)
-        group_key = F.when(F.col("key").isNull(),
-                           F.concat(F.lit(b"\x00").cast("binary"), F.col("offset").cast("string").cast("binary"))
-                           ).otherwise(F.concat(F.lit(b"\x01").cast("binary"), F.col("key")))
-        per_key = df.withColumn("in_prefix", in_prefix).withColumn("gkey", group_key).groupBy(
-            "topic", "partition", "in_prefix", "gkey").agg(
-            F.count(F.lit(1)).alias("n"),
-            F.max_by("h1", "offset").alias("h1"),
-            F.max_by("h2", "offset").alias("h2"),
-            F.max_by(F.col("value").isNull(), "offset").alias("tombstone"),
-            F.min("offset").alias("lo"),
-            F.max("offset").alias("hi"),
-        )
-        live = F.col("in_prefix") & ~F.col("tombstone")
-        agg = per_key.groupBy("topic", "partition").agg(
-            F.count_if(live).alias("records"),
-            F.coalesce(F.sum(F.when(F.col("in_prefix"), F.col("n"))), F.lit(0)).alias("raw_records"),
-            *_sum_pieces(F.when(live, F.col("h1")), "hash1"),
-            *_sum_pieces(F.when(live, F.col("h2")), "hash2"),
-            F.min(F.when(F.col("in_prefix"), F.col("lo"))).alias("first_offset"),
-            F.max(F.when(F.col("in_prefix"), F.col("hi"))).alias("last_offset"),
-            F.coalesce(F.sum(F.when(~F.col("in_prefix"), F.col("n"))), F.lit(0)).alias("tail_records"),
-            F.min(F.when(~F.col("in_prefix"), F.col("lo"))).alias("tail_first"),
-            F.max(F.when(~F.col("in_prefix"), F.col("hi"))).alias("tail_last"),
-        )
-        out.update(_collect(agg.collect()))
-    return out
+        digests.update(_digest_compacted(spark, kafka_options, compacted, include_offsets, isolation_level))
+    tail_counts = _count_tails(spark, kafka_options, tails, isolation_level) if tails else {}
+    return {(r.topic, r.partition): (digests.get((r.topic, r.partition), Digest()),
+                                     tail_counts.get((r.topic, r.partition), Tail())) for r in ranges}
 
 
 def digest_first_records(spark, kafka_options: dict[str, str], ranges: list[ReadRange], limits: dict[tuple[str, int], int],
