@@ -45,7 +45,7 @@ at once would exceed it. The scheduler limits the partitions in flight per topic
 
 DEFAULT_MAX_MOVES_PER_BROKER = 5
 DEFAULT_STALL_TIMEOUT_S = 120.0
-DEFAULT_POLL_INTERVAL_S = 1.0
+DEFAULT_POLL_INTERVAL_S = 0.5
 
 _MAPPING_ITEM = re.compile(r"^\s*(\d+)\s*[:=]\s*(\d+)\s*$")
 _DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h)?\s*$")

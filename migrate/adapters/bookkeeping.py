@@ -200,6 +200,8 @@ class BookkeepingTopic:
         self.topic = topic
         self.timeout_s = timeout_s
         self._producer = None
+        self._unacked = 0  # records sent and not yet checked by a flush
+        self._errors: list[str] = []
 
     # ------------------------------------------------------------------ create
     def exists(self, admin) -> bool:
@@ -277,7 +279,9 @@ class BookkeepingTopic:
             while any(positions[p] < ends[p] for p in ends):
                 if time.monotonic() > deadline:
                     raise StepFailed(f"reading the bookkeeping topic {self.topic} timed out: check the new brokers")
-                for msg in consumer.consume(num_messages=1000, timeout=1.0):
+                # consume() returns when it has num_messages or at the timeout: ask for what is left
+                left = sum(ends[q] - positions[q] for q in ends if positions[q] < ends[q])
+                for msg in consumer.consume(num_messages=max(1, min(1000, left)), timeout=1.0):
                     if msg.error():
                         raise StepFailed(f"reading the bookkeeping topic {self.topic}: {msg.error()}")
                     p, off = msg.partition(), msg.offset()
@@ -302,12 +306,18 @@ class BookkeepingTopic:
         return Ledger(records)
 
     # ------------------------------------------------------------------- write
-    def append(self, records: Iterable[Record]) -> None:
-        """Write records with ``acks=all`` and wait for each to be acknowledged (StepFailed otherwise)."""
+    def append(self, records: Iterable[Record], wait: bool = True) -> None:
+        """Write records with ``acks=all`` and wait until every record sent so far is acknowledged
+        (StepFailed otherwise).
+
+        ``wait=False`` sends them and leaves the check to the next append that waits, or to
+        :meth:`flush`: for records of what is already done (a topic moved, a throttle removed),
+        whose loss in a crash only makes a later run find the same thing done again. Records that
+        must land before an action (write-ahead) always wait."""
         from confluent_kafka import Producer
 
         records = list(records)
-        if not records:
+        if not records and not (wait and self._unacked):
             return
         if self._producer is None:
             self._producer = Producer(self.settings.confluent(**{
@@ -318,16 +328,26 @@ class BookkeepingTopic:
                 "message.timeout.ms": int(max(self.timeout_s, 120.0) * 1000),
                 "logger": _LIBRDKAFKA_LOG,
             }))
-        errors: list[str] = []
-
-        def delivered(err, msg):
-            if err is not None:
-                errors.append(str(err))
-
         for r in records:
             key, value = encode(r)
-            self._producer.produce(self.topic, value=value, key=key, partition=0, on_delivery=delivered)
+            self._producer.produce(self.topic, value=value, key=key, partition=0, on_delivery=self._delivered)
+        self._unacked += len(records)
+        if wait:
+            self.flush()
+        else:
+            self._producer.poll(0)
+
+    def _delivered(self, err, _msg) -> None:
+        if err is not None:
+            self._errors.append(str(err))
+
+    def flush(self) -> None:
+        """Wait until every record sent is acknowledged (StepFailed if one was not)."""
+        if self._producer is None:
+            return
         left = self._producer.flush(max(self.timeout_s, 120.0) + 5)
+        errors, self._errors = self._errors, []
+        self._unacked = left
         if left or errors:
             raise StepFailed(
                 f"writing to the bookkeeping topic {self.topic} failed ({errors[0] if errors else f'{left} not acknowledged'}): "

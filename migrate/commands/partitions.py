@@ -265,7 +265,7 @@ def partitions(
     cancel: bool = typer.Option(False, "--cancel", help="Cancel every reassignment kmigrate started (they revert; --topics/--exclude narrow it) and remove its throttles."),
     on_stall: str = typer.Option("report", "--on-stall", help="report: say which partition and broker make no progress; cancel: also cancel those partitions."),
     stall_timeout: str = typer.Option("120s", "--stall-timeout", help="No byte progress for this long is a stall (e.g. 90s, 5m)."),
-    poll_interval: str = typer.Option("1s", "--poll-interval", help="How often to look at the reassignments (e.g. 1s, 500ms)."),
+    poll_interval: str = typer.Option("500ms", "--poll-interval", help="How often to look at the reassignments (e.g. 1s, 500ms)."),
     max_moves_per_broker: Optional[int] = typer.Option(None, "--max-moves-per-broker", help=f"Partition moves at once per broker (default {DEFAULT_MAX_MOVES_PER_BROKER})."),
     max_moves_cluster: Optional[int] = typer.Option(None, "--max-moves-cluster", help="Partition moves at once in the cluster (default: no cap but the per-broker one)."),
     bookkeeping_topic: Optional[str] = BOOKKEEPING_OPTION,

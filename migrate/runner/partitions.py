@@ -51,6 +51,7 @@ from migrate.reassignment import (
     FOLLOWER_REPLICAS,
     LEADER_REPLICAS,
     TOPIC_THROTTLE_CONFIGS,
+    DEFAULT_POLL_INTERVAL_S,
     Caps,
     Decision,
     InFlight,
@@ -104,7 +105,7 @@ class PartitionsRequest:
     plan_targets: Mapping[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
     include: re.Pattern[str] | None = None
     exclude: re.Pattern[str] | None = None
-    poll_interval_s: float = 1.0
+    poll_interval_s: float = DEFAULT_POLL_INTERVAL_S
     stall_timeout_s: float = 120.0
     on_stall: str = "report"  # report | cancel
     dry_run: bool = False
@@ -294,7 +295,8 @@ def clear_recorded_throttles(admin: ReassignmentAdmin, book: BookkeepingTopic, l
             emit({"event": "throttle-cleared", "scope": "topic", "topic": t, "config": cfg, "action": action,
                   "entries": len(ours)})
         admin.alter_topic_configs(ops)
-    book.append(records)
+    if records:
+        book.append(records)
     return problems
 
 
@@ -521,38 +523,18 @@ class PartitionMover:
         plans = ledger.plans()
         mapping_doc = {str(k): v for k, v in sorted(rq.mapping.items())}
         if plans.get(rq.plan_id, {}).get("mapping") != mapping_doc or plans[rq.plan_id].get("throttle_bytes_per_s") != rq.throttle_bytes_per_s:
+            # not waited for: the first write-ahead below checks it (a run that dies first writes it again)
             self.book.append([make_record(rq.plan_id, "plan", "plan", _now_s(), mapping=mapping_doc,
-                                          throttle_bytes_per_s=rq.throttle_bytes_per_s)])
+                                          throttle_bytes_per_s=rq.throttle_bytes_per_s)], wait=False)
         problems = clear_recorded_throttles(self.admin, self.book, ledger, rq.plan_id, self.emit,
                                             adopt=self.throttles, keep_topics=frozenset(self.topics))
         for p in problems:
             self.emit({"event": "warning", "message": p})
         if rq.resume:
             self.emit({"event": "resume", "records": len(ledger.records), "topics_recorded": len(self.recorded)})
-        self._throttle_all()
-
-    def _throttle_all(self) -> None:
-        """Throttles for every move of the run, set once up front as Kafka's own tool does: broker
-        rates on every broker involved, and each topic's lists (as many partitions as fit the size
-        limit; the rest are added when they are submitted). Kafka throttles only replicas out of
-        sync, so entries of partitions not moving yet cost nothing, and submissions need no
-        config change."""
-        moves = [m for tr in self._active() for p, m in sorted(tr.moves.items()) if p not in tr.done]
-        if not moves:
-            return
-        self.throttles.ensure_brokers({b for m in moves for b in (*m.current, *m.target)}, set(self.live))
-        wanted: dict[str, list[PartitionMove]] = {}
-        for tr in self._active():
-            fitting: list[PartitionMove] = []
-            for p, m in sorted(tr.moves.items()):
-                leader, follower = throttle_entries([*fitting, m])
-                if max(config_chars(leader), config_chars(follower)) > self.rq.caps.throttle_chars:
-                    break
-                fitting.append(m)
-            if fitting:
-                wanted[tr.name] = fitting
-        self.throttles.sync(wanted)
-        crash_point("after-throttle")
+        # No throttle is set up front: each topic's lists are written with its first submission
+        # (see _throttle_for), so the first moves start after a few config writes, not after one
+        # per topic of the whole run (each is a ZooKeeper write in the controller).
 
     # ------------------------------------------------------------------- loop
     def _active(self) -> list[_TopicRun]:
@@ -571,12 +553,20 @@ class PartitionMover:
             self._check_foreign(flights, described)
             self._measure(now)
             self._check_isr(described)
-            self._complete_topics(described)
+            # slots freed by finished partitions are filled first; finishing topics (election,
+            # throttle removal, bookkeeping write) happens while the new moves copy
             self._submit(flights, described)
+            self._complete_topics(described)
             self._report_progress(now)
             if not self._active() or (self.halted and not self.in_flight):
                 break
-            self.sleep(max(0.0, rq.poll_interval_s - (self.clock() - now)))
+            self.sleep(max(0.0, self._poll_wait() - (self.clock() - now)))
+
+    def _poll_wait(self) -> float:
+        """``--poll-interval``, halved while a small move is in flight: it finishes within a second
+        or two, and its slot should not stay empty for long."""
+        small = any(not self.rq.caps.fits_large_lane(m) for m in self.in_flight.values())
+        return self.rq.poll_interval_s / 2 if small else self.rq.poll_interval_s
 
     def _note_gone(self, described: Mapping[str, Topic]) -> None:
         for tr in self._active():
@@ -646,7 +636,7 @@ class PartitionMover:
         if not self.in_flight:
             return
         # sizes every few seconds are enough for progress and stalls; each look costs a request per broker
-        if now - self.measured_at < min(max(rq.poll_interval_s, 2.0), rq.stall_timeout_s / 2):
+        if now - self.measured_at < min(max(rq.poll_interval_s, 3.0), rq.stall_timeout_s / 2):
             return
         self.measured_at = now
         wanted: dict[str, list[int]] = {}
@@ -784,7 +774,7 @@ class PartitionMover:
             target = {str(p.partition): list(p.replicas) for p in t.partitions}
             records.append(make_record(self.rq.plan_id, "topic-moved", tr.name, _now_s(), topic=tr.name, target=target,
                                        moved_partitions=sorted(tr.moves)))
-        self.book.append(records)
+        self.book.append(records, wait=False)  # checked by the next write-ahead or the final flush
         for tr, _t in ready:
             tr.phase = advance(tr.phase, TopicPhase.recorded)
             self.recorded.add(tr.name)
@@ -892,14 +882,33 @@ class PartitionMover:
         brokers = {b for m in moves for b in (*m.current, *m.target)}
         self.throttles.ensure_brokers(brokers, set(self.live))
         topics = {m.topic for m in moves} | self.dirty
-        wanted = {t: self._flying(t) + [m for m in moves if m.topic == t and m.key not in self.in_flight] for t in topics}
+        wanted = {t: self._listed(t, [m for m in moves if m.topic == t and m.key not in self.in_flight]) for t in topics}
         self.throttles.sync(wanted, records)
         self.dirty.clear()
 
     def _sync_dirty(self) -> None:
         if self.dirty:
-            self.throttles.sync({t: self._flying(t) for t in self.dirty})
+            self.throttles.sync({t: self._listed(t) for t in self.dirty})
             self.dirty.clear()
+
+    def _listed(self, topic: str, admitted: Iterable[PartitionMove] = ()) -> list[PartitionMove]:
+        """The moves whose entries a topic's throttle lists hold: those in flight and ``admitted``,
+        then the topic's moves still to come, as many as fit the size limit. Kafka throttles only
+        replicas out of sync, so entries of partitions not moving yet cost nothing, and the
+        topic's later submissions need no config write (one ZooKeeper write each)."""
+        listed = self._flying(topic) + list(admitted)
+        tr = self.topics.get(topic)
+        if tr is None:
+            return listed
+        keys = {m.key for m in listed}
+        for p, m in sorted(tr.moves.items()):
+            if m.key in keys or p in tr.done or p in tr.cancelled:
+                continue
+            leader, follower = throttle_entries([*listed, m])
+            if max(config_chars(leader), config_chars(follower)) > self.rq.caps.throttle_chars:
+                break
+            listed.append(m)
+        return listed
 
     def _report_progress(self, now: float) -> None:
         per_topic: dict[str, dict[str, int]] = {}
@@ -944,11 +953,11 @@ class PartitionMover:
         self._plan_topics([all_topics[t] for t in fresh], flights)
         self.emit({"event": "discovered", "topics": fresh,
                    "message": f"{len(fresh)} topic(s) appeared during the run: {', '.join(fresh[:5])}"})
-        self._throttle_all()
         return True
 
     # ----------------------------------------------------------------- finish
     def _finish(self) -> None:
+        self.book.flush()  # every topic recorded is acknowledged before the run says it is done
         problems = self._clear_all()
         self.changed = False  # throttles are cleared: nothing left to clean on the way out
         for p in problems:
