@@ -77,7 +77,8 @@ def _record_hashes(df, include_offsets: bool):
     ]
     if include_offsets:
         fields.insert(0, F.col("offset"))
-    return df.withColumn("h1", F.xxhash64(*fields)).withColumn("h2", F.xxhash64(F.lit("kmigrate-h2"), *fields))
+    # One projection (each DataFrame step is analysed on its own, which costs on a JVM that just started).
+    return df.select("*", F.xxhash64(*fields).alias("h1"), F.xxhash64(F.lit("kmigrate-h2"), *fields).alias("h2"))
 
 
 def _table(spark, rows: list[tuple], schema: str):
