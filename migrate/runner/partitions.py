@@ -113,6 +113,10 @@ class PartitionsRequest:
     resume: bool = False
 
 
+NEW_TOPICS_PER_SUBMIT = 5
+"""Topics whose throttle lists are first written in one submission (see ``_few_new_topics``)."""
+
+
 def _now_s() -> float:
     return time.time()
 
@@ -207,6 +211,10 @@ class Throttles:
             ours = self.ours.setdefault((t, cfg), set())
             ours.difference_update(drops)
             ours.update(added.get((t, cfg), ()))
+
+    def holds(self, topic: str) -> bool:
+        """True when kmigrate's entries are in the topic's throttle lists."""
+        return any(self.ours.get((topic, cfg)) for cfg in TOPIC_THROTTLE_CONFIGS)
 
     def clear(self, topics: Iterable[str]) -> list[Record]:
         """Remove the topics' kmigrate entries now; return the ``throttle-cleared`` records to write."""
@@ -839,7 +847,7 @@ class PartitionMover:
                 tr.started_s = tr.started_s or now
             self.emit({"event": "adopted", "partitions": [{"topic": m.topic, "partition": m.partition, "target": list(m.target)}
                                                            for m in adopted]})
-        chosen = schedule(pending, list(self.in_flight.values()), rq.caps, frozenset(held))
+        chosen = self._few_new_topics(schedule(pending, list(self.in_flight.values()), rq.caps, frozenset(held)))
         if not chosen:
             self._sync_dirty()
             return
@@ -874,6 +882,22 @@ class PartitionMover:
         self.emit({"event": "submitted", "partitions": [{"topic": m.topic, "partition": m.partition, "target": list(m.target),
                                                          "bytes": m.bytes_to_copy} for m in chosen if m.key in self.in_flight]})
         crash_point("after-submit")
+
+    def _few_new_topics(self, chosen: Iterable[PartitionMove]) -> list[PartitionMove]:
+        """``chosen`` (in the scheduler's order) with at most :data:`NEW_TOPICS_PER_SUBMIT` topics
+        whose throttle lists are not written yet. Each is a ZooKeeper write in the broker, one
+        after the other: a first batch of many topics would hold every move back until the last
+        is written. The rest go out on the next look, a moment later."""
+        out: list[PartitionMove] = []
+        new: set[str] = set()
+        for m in chosen:
+            fresh = not self.throttles.holds(m.topic)
+            if fresh and m.topic not in new:
+                if len(new) >= NEW_TOPICS_PER_SUBMIT:
+                    continue
+                new.add(m.topic)
+            out.append(m)
+        return out
 
     def _throttle_for(self, moves: Iterable[PartitionMove], records: list[Record]) -> None:
         """Broker rates on every broker of ``moves``, then the throttle lists of their topics (and
