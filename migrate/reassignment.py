@@ -234,6 +234,33 @@ def throttle_entries(moves: Iterable[PartitionMove]) -> tuple[tuple[str, ...], t
     return tuple(f"{p}:{b}" for p, b in sorted(leader)), tuple(f"{p}:{b}" for p, b in sorted(follower))
 
 
+def fill_throttle_lists(listed: Sequence[PartitionMove], upcoming: Iterable[PartitionMove],
+                        max_chars: int = MAX_THROTTLE_CONFIG_CHARS) -> list[PartitionMove]:
+    """``listed`` (moves whose entries a topic's lists must hold), then ``upcoming`` moves in
+    order, as long as both lists stay within ``max_chars``. Linear in the moves, for topics with
+    thousands of partitions.
+
+    >>> ms = [PartitionMove("t", p, (1,), (4,)) for p in range(3)]
+    >>> [m.partition for m in fill_throttle_lists(ms[:1], ms[1:], max_chars=len("0:1,1:1"))]
+    [0, 1]
+    """
+    out = list(listed)
+    leader_entries, follower_entries = throttle_entries(out)
+    leader, follower = set(leader_entries), set(follower_entries)
+    # config_chars of a list = sum(len(entry) + 1) - 1 (no comma after the last entry)
+    sizes = [sum(len(e) + 1 for e in leader), sum(len(e) + 1 for e in follower)]
+    for m in upcoming:
+        adds = ({f"{m.partition}:{b}" for b in m.current} - leader, {f"{m.partition}:{b}" for b in m.adding} - follower)
+        grown = [size + sum(len(e) + 1 for e in add) for size, add in zip(sizes, adds)]
+        if max(grown) - 1 > max_chars:
+            break
+        leader |= adds[0]
+        follower |= adds[1]
+        sizes = grown
+        out.append(m)
+    return out
+
+
 def parse_entries(value: str | None) -> tuple[str, ...]:
     """A throttled-replicas config value -> its entries (``"0:1, 1:2"`` -> ``("0:1", "1:2")``).
     ``"*"`` stays ``("*",)``."""

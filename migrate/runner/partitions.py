@@ -62,6 +62,7 @@ from migrate.reassignment import (
     TopicPhase,
     advance,
     config_chars,
+    fill_throttle_lists,
     copied,
     decide,
     format_entries,
@@ -925,14 +926,8 @@ class PartitionMover:
         if tr is None:
             return listed
         keys = {m.key for m in listed}
-        for p, m in sorted(tr.moves.items()):
-            if m.key in keys or p in tr.done or p in tr.cancelled:
-                continue
-            leader, follower = throttle_entries([*listed, m])
-            if max(config_chars(leader), config_chars(follower)) > self.rq.caps.throttle_chars:
-                break
-            listed.append(m)
-        return listed
+        upcoming = (m for p, m in sorted(tr.moves.items()) if m.key not in keys and p not in tr.done and p not in tr.cancelled)
+        return fill_throttle_lists(listed, upcoming, self.rq.caps.throttle_chars)
 
     def _report_progress(self, now: float) -> None:
         per_topic: dict[str, dict[str, int]] = {}
