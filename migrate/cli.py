@@ -7,6 +7,7 @@ runner function and renders the result. Typed errors become one line on stderr a
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import typer
@@ -77,10 +78,20 @@ def main(argv: list[str] | None = None) -> None:
         err.print("kmigrate: interrupted", markup=False)
         sys.exit(130)
     except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
+        if isinstance(exc, _click_exceptions()):
             exc.show()
             sys.exit(exc.exit_code if exc.exit_code else EXIT_BAD_INPUT)
         raise
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _click_exceptions() -> tuple[type, ...]:
+    """Click's usage-error class: recent typer releases vendor click as ``typer._click`` and no
+    longer install ``click``; older ones use ``click`` itself."""
+    found: list[type] = []
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            found.append(importlib.import_module(module).ClickException)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)

@@ -61,7 +61,7 @@ from migrate.model import Broker, Partition, Topic  # noqa: E402
 from migrate.reassignment import InFlight  # noqa: E402
 
 
-def _transient(exc: BaseException) -> bool:
+def transient_error(exc: BaseException) -> bool:
     """Errors worth another try: controller moved, timeouts, a broker not ready yet."""
     import kafka.errors as kerr
     from confluent_kafka import KafkaException
@@ -71,13 +71,19 @@ def _transient(exc: BaseException) -> bool:
     if isinstance(exc, tuple(getattr(kerr, n) for n in names if hasattr(kerr, n))):
         return True
     if isinstance(exc, KafkaException):
+        from confluent_kafka import KafkaError
+
         err = exc.args[0] if exc.args else None
+        # a request that timed out (a broker died under it) is worth another, to another broker
+        local = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError.REQUEST_TIMED_OUT)
+        if isinstance(err, KafkaError) and err.code() in local:
+            return True
         return bool(getattr(err, "retriable", lambda: False)())
     return False
 
 
 ADMIN_RETRY = tenacity.retry(
-    retry=tenacity.retry_if_exception(_transient),
+    retry=tenacity.retry_if_exception(transient_error),
     stop=tenacity.stop_after_attempt(5),
     wait=tenacity.wait_exponential(multiplier=0.5, max=5),
     reraise=True,
@@ -133,7 +139,15 @@ class ReassignmentAdmin:
     # ------------------------------------------------------------------ metadata
     @ADMIN_RETRY
     def _metadata(self, topic: str | None = None):
-        return self.admin.list_topics(topic=topic, timeout=self.timeout_s)
+        from confluent_kafka import KafkaException
+
+        try:
+            return self.admin.list_topics(topic=topic, timeout=self.timeout_s)
+        except KafkaException:
+            # The next try gets a new client: after a broker was killed, a client was seen timing
+            # out on every metadata request for more than a minute while the others were up.
+            self.admin = AdminClient(self.settings.confluent(logger=_LIBRDKAFKA_LOG))
+            raise
 
     def live_brokers(self) -> dict[int, str]:
         """Broker id -> host:port of every broker the cluster lists as alive."""

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping
 
 from migrate.adapters.bookkeeping import BookkeepingTopic, Ledger, Record, make_record
-from migrate.adapters.kafka import ReassignmentAdmin
+from migrate.adapters.kafka import ReassignmentAdmin, transient_error
 from migrate.clientconfig import ClientSettings
 from migrate.errors import BadInput, StepFailed
 from migrate.model import Partition, Topic
@@ -113,6 +113,9 @@ class PartitionsRequest:
     force: bool = False
     resume: bool = False
 
+
+UNANSWERED_LOOK_S = 300.0
+"""How long the loop keeps looking while the cluster's answers time out, before it stops."""
 
 NEW_TOPICS_PER_SUBMIT = 5
 """Topics whose throttle lists are first written in one submission (see ``_few_new_topics``)."""
@@ -552,11 +555,24 @@ class PartitionMover:
     def _loop(self) -> None:
         rq = self.rq
         grace_s = max(10.0, 3 * rq.poll_interval_s)
+        silent_since: float | None = None
         while self._active():
             now = self.clock()
-            flights = self.admin.list_reassignments()
-            names = [t.name for t in self._active()]
-            described, self.live = self.admin.describe_and_brokers(names)
+            try:
+                flights = self.admin.list_reassignments()
+                names = [t.name for t in self._active()]
+                described, self.live = self.admin.describe_and_brokers(names)
+            except Exception as exc:  # a broker just died, a controller moves: look again, for a while
+                if not transient_error(exc):
+                    raise
+                silent_since = now if silent_since is None else silent_since
+                if now - silent_since > UNANSWERED_LOOK_S:
+                    raise StepFailed(f"the cluster has not answered for {now - silent_since:.0f} s ({exc}): check the "
+                                     "brokers, then run kmigrate partitions --resume") from None
+                self.emit({"event": "warning", "message": f"the cluster did not answer ({exc}); looking again"})
+                self.sleep(rq.poll_interval_s)
+                continue
+            silent_since = None
             self._note_gone(described)
             self._check_finished(flights, described, now, grace_s)
             self._check_foreign(flights, described)

@@ -33,8 +33,10 @@ TOPIC_THROTTLES = ("leader.replication.throttled.replicas", "follower.replicatio
 def migrated(tmp_path_factory):
     rng = random.Random(SEED)
     kills = {
-        "zookeeper": sorted(rng.uniform(0.5, 8.0) for _ in range(4)),
-        "partitions": sorted(rng.uniform(1.0, 25.0) for _ in range(7)),
+        # within a run's length: a kmigrate zookeeper run lasts about 3 s, a partitions run of this
+        # data (resumed or not) several seconds; a kill after the command ends lands nowhere
+        "zookeeper": sorted(rng.uniform(0.5, 3.0) for _ in range(4)),
+        "partitions": sorted(rng.uniform(1.5, 7.0) for _ in range(7)),
     }
     demo = Demo(tmp_path_factory.mktemp("e2e"), ip_prefix=free_ip_prefix(6), throttle="20MB/s",
                 records_scale=0.5, canary_rate=100, kills=kills)
