@@ -520,9 +520,36 @@ class Sandbox:
             if wait:
                 self.wait_zookeeper([name], timeout_s=90)
         else:
+            self._wait_registration_gone(node)
             self._launch_broker(node, spec, self.dist)
             if wait:
                 self.wait_brokers([name], timeout_s=180)
+
+    def _wait_registration_gone(self, node: NodeState, timeout_s: float = 60) -> None:
+        """Wait until a killed broker's ``/brokers/ids/<id>`` is gone before it starts again.
+
+        A broker killed with SIGKILL leaves its ephemeral registration until its ZooKeeper session
+        expires (``zookeeper.session.timeout.ms``, 18 s here). A broker that starts before then finds
+        the node owned by another session and exits with NodeExistsException.
+        """
+        from kazoo.client import KazooClient
+
+        zk = KazooClient(hosts=self.zookeeper_connect(chroot=True), timeout=10)
+        try:
+            zk.start(timeout=15)
+        except Exception:  # no quorum: the broker will wait for it itself
+            zk.close()
+            return
+        try:
+            deadline = time.monotonic() + timeout_s
+            while zk.exists(f"/brokers/ids/{node.id}"):
+                if time.monotonic() > deadline:
+                    raise StepFailed(f"broker id {node.id} is still registered in ZooKeeper after {timeout_s:.0f} s: "
+                                     f"is another broker with that id running?")
+                time.sleep(0.25)
+        finally:
+            zk.stop()
+            zk.close()
 
     def restart(self, name: str, wait: bool = True) -> None:
         self.stop(name)
