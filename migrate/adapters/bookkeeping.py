@@ -314,20 +314,10 @@ class BookkeepingTopic:
         :meth:`flush`: for records of what is already done (a topic moved, a throttle removed),
         whose loss in a crash only makes a later run find the same thing done again. Records that
         must land before an action (write-ahead) always wait."""
-        from confluent_kafka import Producer
-
         records = list(records)
         if not records and not (wait and self._unacked):
             return
-        if self._producer is None:
-            self._producer = Producer(self.settings.confluent(**{
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 0,
-                # a new broker may die: acks=all then waits until the ISR drops it (replica.lag.time.max.ms)
-                "message.timeout.ms": int(max(self.timeout_s, 120.0) * 1000),
-                "logger": _LIBRDKAFKA_LOG,
-            }))
+        self._ensure_producer()
         for r in records:
             key, value = encode(r)
             self._producer.produce(self.topic, value=value, key=key, partition=0, on_delivery=self._delivered)
@@ -340,6 +330,42 @@ class BookkeepingTopic:
     def _delivered(self, err, _msg) -> None:
         if err is not None:
             self._errors.append(str(err))
+
+    def start_writer(self) -> None:
+        """Start the writer ahead of the first write: it connects and fetches its producer id in
+        the background (the topic need not exist yet)."""
+        self._ensure_producer().poll(0)
+
+    def _ensure_producer(self):
+        from confluent_kafka import Producer
+
+        if self._producer is None:
+            self._producer = Producer(self.settings.confluent(**{
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 0,
+                # a new broker may die: acks=all then waits until the ISR drops it (replica.lag.time.max.ms)
+                "message.timeout.ms": int(max(self.timeout_s, 120.0) * 1000),
+                "logger": _LIBRDKAFKA_LOG,
+            }))
+        return self._producer
+
+    def warm(self) -> None:
+        """Start the writer now and give it the topic's leader, so the first write does not wait.
+
+        A producer that writes to a topic it has no metadata for (a topic just created) waits for
+        its next metadata refresh, about a second; the idempotent producer also fetches its
+        producer id first. Both happen here, while the caller goes on with other reads."""
+        producer = self._ensure_producer()
+        deadline = time.monotonic() + min(self.timeout_s, 10.0)
+        while time.monotonic() < deadline:
+            try:
+                t = producer.list_topics(self.topic, timeout=min(self.timeout_s, 5.0)).topics.get(self.topic)
+            except Exception:  # the first write will find out, with its own error
+                return
+            if t is not None and t.error is None and t.partitions and all(p.leader >= 0 for p in t.partitions.values()):
+                return
+            time.sleep(0.05)
 
     def flush(self) -> None:
         """Wait until every record sent is acknowledged (StepFailed if one was not)."""

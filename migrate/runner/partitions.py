@@ -36,6 +36,7 @@ import os
 import re
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping
 
@@ -125,6 +126,17 @@ def _now_s() -> float:
     return time.time()
 
 
+def _together(*calls: Callable[[], Any] | None) -> list[Any]:
+    """Run the calls at once (each waits on the network), return their results in order; an
+    absent call gives ``None``. The first error is raised once all have ended."""
+    present = [c for c in calls if c is not None]
+    if len(present) < 2:
+        return [c() if c is not None else None for c in calls]
+    with ThreadPoolExecutor(max_workers=len(present)) as pool:
+        futures = [pool.submit(c) if c is not None else None for c in calls]
+    return [f.result() if f is not None else None for f in futures]
+
+
 # ==================================================================== throttles kmigrate owns
 
 
@@ -143,31 +155,19 @@ class Throttles:
         self.brokers: set[int] = set()  # brokers whose rates this run set
         self.ours: dict[tuple[str, str], set[str]] = {}  # (topic, config) -> entries this run appended
 
-    # ---------------------------------------------------------------- brokers
-    def ensure_brokers(self, brokers: Iterable[int], live: set[int]) -> None:
-        todo = sorted(b for b in set(brokers) if b not in self.brokers and b in live)
-        if not todo:
-            return
-        current = self.admin.broker_dynamic_configs(todo, BROKER_THROTTLE_CONFIGS)
-        records = []
-        for b in todo:
-            for cfg in BROKER_THROTTLE_CONFIGS:
-                prior = current.get(b, {}).get(cfg)
-                records.append(make_record(self.plan_id, "throttle-broker", f"{b}/{cfg}", _now_s(),
-                                           broker=b, config=cfg, value=self.rate, prior=prior))
-        self.book.append(records)
-        failed = self.admin.set_brokers_configs({b: {cfg: self.rate for cfg in BROKER_THROTTLE_CONFIGS} for b in todo})
-        for b, why in sorted(failed.items()):  # retried on the next moves that need it
-            self.emit({"event": "warning", "message": f"cannot set the throttle on broker {b}: {why}"})
-        self.brokers.update(b for b in todo if b not in failed)
-        self.emit({"event": "throttle-set", "brokers": [b for b in todo if b not in failed], "rate_bytes_per_s": int(self.rate)})
-
-    # ----------------------------------------------------------------- topics
-    def sync(self, wanted_by_topic: Mapping[str, list[PartitionMove]], records: Iterable[Record] = ()) -> None:
+    # ------------------------------------------------------------------ sync
+    def sync(self, wanted_by_topic: Mapping[str, list[PartitionMove]], records: Iterable[Record] = (),
+             brokers: Iterable[int] = (), live: Iterable[int] = ()) -> None:
         """Make each topic's throttled-replica lists hold exactly the entries of its moves in
-        flight, among the entries kmigrate owns: entries to add are recorded first (with
-        ``records``, in one write), then every topic changes in one request. Entries someone
-        else set are never added to kmigrate's, so never removed."""
+        flight, among the entries kmigrate owns, and set the rate on ``brokers`` (those ``live``
+        not set yet by this run).
+
+        What is there now is read first (topics and brokers together); then one write records
+        every change to come with ``records``; then topics (one request) and brokers (one request
+        each) change together. Entries someone else set are never added to kmigrate's, so never
+        removed. A broker that refuses its rate is reported and tried again with the next moves
+        that need it."""
+        todo = sorted(b for b in set(brokers) if b not in self.brokers and b in set(live))
         changes: dict[tuple[str, str], tuple[set[str], set[str], set[str]]] = {}
         for topic, moves in wanted_by_topic.items():
             leader, follower = throttle_entries(moves)
@@ -182,16 +182,19 @@ class Throttles:
                     drops = set()
                 if adds or drops:
                     changes[(topic, cfg)] = (wanted[cfg], adds, drops)
-        out = list(records)
-        if not changes:
-            self.book.append(out)
-            return
         topics = sorted({t for t, _ in changes})
-        current = self.admin.topic_configs(topics, TOPIC_THROTTLE_CONFIGS, dynamic_only=True)
+        current, rates_now = _together(
+            (lambda: self.admin.topic_configs(topics, TOPIC_THROTTLE_CONFIGS, dynamic_only=True)) if topics else None,
+            (lambda: self.admin.broker_dynamic_configs(todo, BROKER_THROTTLE_CONFIGS)) if todo else None,
+        )
+        out = [make_record(self.plan_id, "throttle-broker", f"{b}/{cfg}", _now_s(), broker=b, config=cfg,
+                           value=self.rate, prior=(rates_now or {}).get(b, {}).get(cfg))
+               for b in todo for cfg in BROKER_THROTTLE_CONFIGS]
+        out.extend(records)
         ops: dict[str, list[tuple[str, str, str | None]]] = {}
         added: dict[tuple[str, str], set[str]] = {}
         for (t, cfg), (wanted, adds, drops) in sorted(changes.items()):
-            present = set(parse_entries(current.get(t, {}).get(cfg)))
+            present = set(parse_entries((current or {}).get(t, {}).get(cfg)))
             if "*" in present:
                 adds = set()  # someone throttles every replica of the topic already
             adds = adds - present
@@ -210,11 +213,21 @@ class Throttles:
             elif drops & present:
                 ops.setdefault(t, []).append((cfg, "subtract", format_entries(sorted(drops & present))))
         self.book.append(out)
-        self.admin.alter_topic_configs(ops)
+        _, failed = _together(
+            (lambda: self.admin.alter_topic_configs(ops)) if ops else None,
+            (lambda: self.admin.set_brokers_configs({b: {cfg: self.rate for cfg in BROKER_THROTTLE_CONFIGS}
+                                                     for b in todo})) if todo else None,
+        )
         for (t, cfg), (wanted, adds, drops) in changes.items():
             ours = self.ours.setdefault((t, cfg), set())
             ours.difference_update(drops)
             ours.update(added.get((t, cfg), ()))
+        if todo:
+            failed = failed or {}
+            for b, why in sorted(failed.items()):  # retried on the next moves that need it
+                self.emit({"event": "warning", "message": f"cannot set the throttle on broker {b}: {why}"})
+            self.brokers.update(b for b in todo if b not in failed)
+            self.emit({"event": "throttle-set", "brokers": [b for b in todo if b not in failed], "rate_bytes_per_s": int(self.rate)})
 
     def holds(self, topic: str) -> bool:
         """True when kmigrate's entries are in the topic's throttle lists."""
@@ -369,6 +382,9 @@ class PartitionMover:
         rq = self.rq
         self.started_s = self.clock()
         try:
+            if not rq.dry_run:
+                # the bookkeeping writer fetches its producer id (idempotence) while the cluster is read
+                self.book.start_writer()
             ledger = self._prepare()
             if rq.dry_run:
                 return self._summary(dry_run=True)
@@ -532,6 +548,7 @@ class PartitionMover:
         self.changed = True
         if self.book.ensure(self.admin.admin, new_live):
             self.emit({"event": "bookkeeping-created", "topic": rq.bookkeeping_topic, "replicas": new_live[:3]})
+        self.book.warm()
         plans = ledger.plans()
         mapping_doc = {str(k): v for k, v in sorted(rq.mapping.items())}
         if plans.get(rq.plan_id, {}).get("mapping") != mapping_doc or plans[rq.plan_id].get("throttle_bytes_per_s") != rq.throttle_bytes_per_s:
@@ -917,14 +934,13 @@ class PartitionMover:
         return out
 
     def _throttle_for(self, moves: Iterable[PartitionMove], records: list[Record]) -> None:
-        """Broker rates on every broker of ``moves``, then the throttle lists of their topics (and
-        of topics whose moves finished), ``records`` written with the lists' write-ahead records."""
+        """Broker rates on every broker of ``moves`` and the throttle lists of their topics (and of
+        topics whose moves finished), ``records`` written with their write-ahead records."""
         moves = list(moves)
         brokers = {b for m in moves for b in (*m.current, *m.target)}
-        self.throttles.ensure_brokers(brokers, set(self.live))
         topics = {m.topic for m in moves} | self.dirty
         wanted = {t: self._listed(t, [m for m in moves if m.topic == t and m.key not in self.in_flight]) for t in topics}
-        self.throttles.sync(wanted, records)
+        self.throttles.sync(wanted, records, brokers=brokers, live=self.live)
         self.dirty.clear()
 
     def _sync_dirty(self) -> None:

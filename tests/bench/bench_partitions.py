@@ -15,7 +15,10 @@ one broker copied everything) and ``busiest broker's bytes / throttle`` (each br
 on its own, leader and follower side, so the busiest one bounds the copy: the attainable limit).
 Run::
 
-    python tests/bench/bench_partitions.py [--data-mb 1200] [--topics 52] [--throttle 10MB/s]
+    python tests/bench/bench_partitions.py [--data-mb 1200] [--topics 52] [--throttle 10MB/s] [--repeat 3]
+
+A third limit is measured first: the rate one move alone reaches under the throttle (Kafka's
+quota lets a little less than the throttle through), and the busiest broker's bytes at that rate.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -59,8 +63,10 @@ def load(bs: str, n_topics: int, data_mb: int, seed: int) -> dict[str, list[list
         admin.create_topics([NewTopic(name, num_partitions=parts, replica_assignment=assignment)])[name].result(60)
         layout[name] = assignment
     time.sleep(2)
-    producer = Producer({"bootstrap.servers": bs, "acks": "1", "linger.ms": 50, "batch.size": 1_000_000,
-                         "compression.type": "none", "queue.buffering.max.kbytes": 512_000})
+    # idempotent, as Kafka's own producer is by default since 3.0: the brokers have handed out
+    # producer ids before the migration starts, as on any live cluster
+    producer = Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True, "linger.ms": 50,
+                         "batch.size": 1_000_000, "compression.type": "none", "queue.buffering.max.kbytes": 512_000})
     value = os.urandom(10_000)  # incompressible
     rng = random.Random(seed)
     for i, mb in enumerate(sizes_mb(data_mb, n_topics, rng)):
@@ -121,6 +127,58 @@ def in_flight(bs: str) -> int:
         kp.close()
 
 
+def calibrate(sb, bs: str, throttle_bytes: int, mb: int = 100) -> float:
+    """The copy rate one throttled move reaches here (bytes/s): a partition of ``mb`` MB moved
+    alone from broker 1 to broker 4 by the stock tool. Kafka's quota lets a little less than the
+    throttle through; the busiest broker cannot copy faster than this."""
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic("calibration", num_partitions=1, replica_assignment=[[1]])])["calibration"].result(60)
+    time.sleep(2)
+    producer = Producer({"bootstrap.servers": bs, "linger.ms": 50, "batch.size": 1_000_000,
+                         "queue.buffering.max.kbytes": 512_000})
+    value = os.urandom(10_000)
+    for _ in range(mb * 100):
+        while True:
+            try:
+                producer.produce("calibration", value=value)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(600) == 0
+    size = replica_bytes_of(bs, "calibration", 1)
+    doc = {"version": 1, "partitions": [{"topic": "calibration", "partition": 0, "replicas": [4]}]}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(doc, f)
+        path = f.name
+    cmd = sb.dist.tool_command("kafka-reassign-partitions", ["--bootstrap-server", bs, "--reassignment-json-file", path,
+                                                             "--execute", "--throttle", str(throttle_bytes)])
+    subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
+    started = time.monotonic()  # the tool returns once the move is submitted
+    while in_flight(bs):
+        time.sleep(0.2)
+    elapsed = time.monotonic() - started
+    cmd = sb.dist.tool_command("kafka-reassign-partitions", ["--bootstrap-server", bs, "--reassignment-json-file", path, "--verify"])
+    subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    Path(path).unlink()
+    admin.delete_topics(["calibration"])["calibration"].result(60)
+    return size / elapsed
+
+
+def replica_bytes_of(bs: str, topic: str, broker: int) -> int:
+    from kafka.admin import KafkaAdminClient
+
+    kp = KafkaAdminClient(bootstrap_servers=bs.split(","))
+    try:
+        for answer in kp.describe_log_dirs(brokers=[broker]):
+            for d in answer["log_dirs"]:
+                for t in d["topics"]:
+                    if t["name"] == topic:
+                        return sum(p["partition_size"] for p in t["partitions"])
+        raise SystemExit(f"no replica of {topic} on broker {broker}")
+    finally:
+        kp.close()
+
+
 def run_kmigrate(bs: str, throttle: str, per_broker: int) -> float:
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "migrate", "partitions", "--bootstrap-server", bs,
@@ -171,6 +229,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--max-moves-per-broker", type=int, nargs="+", default=[5, 20],
                         help="kmigrate's per-broker cap, one kmigrate run (and one stock run) per value")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each tool per cap, alternating (mean, min, max printed)")
     ns = parser.parse_args()
     throttle_bytes = parse_throttle(ns.throttle)
     spec = dict(zookeeper_ids=(1, 2, 3), broker_ids=OLD, spare_broker_ids=NEW,
@@ -189,9 +248,13 @@ def main() -> None:
         limit_total = total / throttle_bytes
         limit_busy = busy / throttle_bytes
         print(f"limits: bytes moved / throttle = {limit_total:.1f} s; busiest broker's bytes ({busy / 1e6:.0f} MB) / throttle = {limit_busy:.1f} s")
+        rate = calibrate(sb, bs, throttle_bytes)
+        limit_rate = busy / rate
+        print(f"one move alone copies at {rate / 1e6:.2f} MB/s under this throttle: busiest broker's bytes at that rate = {limit_rate:.1f} s")
+        runs: dict[int, list[tuple[float, float, float]]] = {}
 
         # each kmigrate run (old -> new) is followed by a stock run (new -> old) that puts the data back
-        for per_broker in ns.max_moves_per_broker:
+        for per_broker in [c for c in ns.max_moves_per_broker for _ in range(ns.repeat)]:
             k = run_kmigrate(bs, ns.throttle, per_broker)
             print(f"kmigrate partitions (--max-moves-per-broker {per_broker}): {k:7.1f} s wall  "
                   f"({k / limit_busy:.2f}x busiest-broker limit, {k / limit_total:.2f}x bytes/throttle)")
@@ -202,6 +265,15 @@ def main() -> None:
             print(f"ratio kmigrate / stock --execute:             {k / s:.2f}")
             # kmigrate's time includes removing its throttles; the stock tool's job ends with --verify
             print(f"ratio kmigrate / stock --execute + --verify:  {k / (s + verify):.2f}")
+            print(f"  at the one-move rate: kmigrate {k / limit_rate:.2f}x, stock --execute {s / limit_rate:.2f}x")
+            runs.setdefault(per_broker, []).append((k, s, verify))
+        if ns.repeat > 1:
+            for per_broker, rs in runs.items():
+                ks, ss, vs = [r[0] for r in rs], [r[1] for r in rs], [r[1] + r[2] for r in rs]
+                print(f"--max-moves-per-broker {per_broker}, {len(rs)} runs each: kmigrate mean {statistics.mean(ks):.1f} s "
+                      f"(min {min(ks):.1f}, max {max(ks):.1f}); stock --execute mean {statistics.mean(ss):.1f} s "
+                      f"(min {min(ss):.1f}, max {max(ss):.1f}); ratio of means {statistics.mean(ks) / statistics.mean(ss):.2f} "
+                      f"(vs --execute + --verify {statistics.mean(ks) / statistics.mean(vs):.2f})")
 
 
 if __name__ == "__main__":
