@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
+import sys
 import tempfile
 import uuid
 from contextlib import contextmanager
@@ -38,18 +40,28 @@ def free_ip_prefix(nodes: int = 8, rng: random.Random | None = None) -> str:
 
 @contextmanager
 def running_sandbox(spec_kwargs: dict | None = None, base_dir: str | None = None) -> Iterator[Sandbox]:
-    """Start a sandbox on a free loopback prefix, yield it, and always tear it down."""
+    """Start a sandbox on a free loopback prefix, yield it, and always tear it down.
+
+    Its directory (data and logs: gigabytes after a benchmark) is removed afterwards, unless the
+    body raised (the logs show why) or $KMIGRATE_KEEP_SANDBOX is set.
+    """
     kwargs = dict(spec_kwargs or {})
     count = len(kwargs.get("zookeeper_ids", (1, 2, 3))) + len(kwargs.get("spare_zookeeper_ids", ()))
     count = max(count, len(kwargs.get("broker_ids", (1, 2, 3))) + len(kwargs.get("spare_broker_ids", ())))
     kwargs.setdefault("ip_prefix", free_ip_prefix(count))
     directory = Path(tempfile.mkdtemp(prefix="kmigrate-sandbox-", dir=base_dir))
     sandbox = Sandbox(directory)
+    failed = True
     try:
         sandbox.up(SandboxSpec(**kwargs))
         yield sandbox
+        failed = False
     finally:
         sandbox.down()
+        if failed or os.environ.get("KMIGRATE_KEEP_SANDBOX"):
+            print(f"sandbox kept in {directory}", file=sys.stderr)
+        else:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def unique_topic(prefix: str = "t") -> str:

@@ -164,3 +164,27 @@ def test_rolling_restart_with_new_zookeeper_connect(cluster, topic_name):
     while not _isr_full(cluster, topic_name):
         assert time.monotonic() < deadline
         time.sleep(1)
+
+
+def test_a_test_sandbox_removes_its_directory_unless_its_body_failed(monkeypatch):
+    from pathlib import Path
+
+    from migrate.sandbox.testing import running_sandbox
+
+    monkeypatch.delenv("KMIGRATE_KEEP_SANDBOX", raising=False)
+    spec = dict(zookeeper_ids=(1,), broker_ids=(1,))
+    with running_sandbox(spec) as sb:
+        kept = Path(sb.dir)
+        assert (kept / "kafka-1" / "server.properties").exists()
+    assert not kept.exists()
+
+    with pytest.raises(RuntimeError, match="body failed"):
+        with running_sandbox(spec) as sb:
+            failed = Path(sb.dir)
+            raise RuntimeError("body failed")
+    try:
+        assert (failed / "kafka-1" / "server.log").exists()  # the logs stay to show why
+    finally:
+        import shutil
+
+        shutil.rmtree(failed, ignore_errors=True)
