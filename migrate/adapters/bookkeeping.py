@@ -206,9 +206,12 @@ class BookkeepingTopic:
     # ------------------------------------------------------------------ create
     def exists(self, admin) -> bool:
         # all topics, never one by name: a metadata request naming a topic can auto-create it
+        from confluent_kafka import KafkaError
+
         md = admin.list_topics(timeout=self.timeout_s)
         t = md.topics.get(self.topic)
-        return t is not None and t.error is None
+        # a topic listed with an error (its leader moving) exists: :meth:`read` waits for it
+        return t is not None and (t.error is None or t.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART)
 
     def ensure(self, admin, new_brokers: Iterable[int]) -> bool:
         """Create the topic if missing, replicas assigned by hand on new brokers only (up to 3).
@@ -260,16 +263,11 @@ class BookkeepingTopic:
             "logger": _LIBRDKAFKA_LOG,
         }))
         try:
-            md = consumer.list_topics(timeout=self.timeout_s)
-            t = md.topics.get(self.topic)
-            if t is None or t.error is not None:
+            bounds = self._bounds(consumer)
+            if bounds is None:
                 return Ledger([])
-            ends: dict[int, int] = {}
-            starts: dict[int, int] = {}
-            for p in t.partitions:
-                lo, hi = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=self.timeout_s)
-                if hi > lo:
-                    ends[p], starts[p] = hi, lo
+            ends = {p: hi for p, (lo, hi) in bounds.items() if hi > lo}
+            starts = {p: lo for p, (lo, hi) in bounds.items() if hi > lo}
             if not ends:
                 return Ledger([])
             consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in ends])
@@ -304,6 +302,36 @@ class BookkeepingTopic:
             consumer.close()
         records = [r for p in sorted(by_partition) for r in by_partition[p]]
         return Ledger(records)
+
+    def _bounds(self, consumer) -> dict[int, tuple[int, int]] | None:
+        """Each partition's (low, high) watermarks; ``None`` when the topic does not exist.
+
+        A topic the metadata shows with an error or a partition without a leader (a leader
+        moving, a broker's metadata a moment behind) is asked again until the timeout, never
+        read as empty: an empty ledger would make a run forget what it recorded."""
+        from confluent_kafka import TopicPartition
+
+        deadline = time.monotonic() + max(self.timeout_s, 30.0)
+        while True:
+            t = consumer.list_topics(timeout=self.timeout_s).topics.get(self.topic)
+            if t is None:
+                return None
+            why = str(t.error) if t.error is not None else None
+            if why is None and not t.partitions:
+                why = "no partitions in the metadata"
+            if why is None:
+                bad = [p for p, pm in t.partitions.items() if pm.leader < 0]
+                why = f"partition {bad[0]} has no leader" if bad else None
+            if why is None:
+                out = {p: consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=self.timeout_s)
+                       for p in t.partitions}
+                bad = [p for p, (lo, hi) in out.items() if lo < 0 or hi < 0]
+                if not bad:
+                    return out
+                why = f"partition {bad[0]} has no offsets yet"
+            if time.monotonic() > deadline:
+                raise StepFailed(f"cannot read the bookkeeping topic {self.topic}: {why}; check its brokers, then run again")
+            time.sleep(0.5)
 
     # ------------------------------------------------------------------- write
     def append(self, records: Iterable[Record], wait: bool = True) -> None:

@@ -188,3 +188,29 @@ def test_a_test_sandbox_removes_its_directory_unless_its_body_failed(monkeypatch
         import shutil
 
         shutil.rmtree(failed, ignore_errors=True)
+
+
+def test_a_leaderless_bookkeeping_topic_is_an_error_not_an_empty_ledger(cluster, topic_name):
+    """The bookkeeping topic listed with no leader (its broker down) still exists, and reading it
+    waits, then fails with a clear error: an empty ledger would make a run forget what it recorded."""
+    from migrate.adapters.bookkeeping import BookkeepingTopic, make_record
+    from migrate.clientconfig import client_settings
+    from migrate.errors import StepFailed
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})
+    admin.create_topics([NewTopic(topic_name, num_partitions=1, replica_assignment=[[3]])])[topic_name].result(60)
+    book = BookkeepingTopic(client_settings(cluster.bootstrap_servers()), topic_name, timeout_s=5)
+    book.warm()
+    book.append([make_record("plan-x", "plan", "plan", time.time(), mapping={"3": 6}, throttle_bytes_per_s=1_000_000)])
+    book.close()
+    assert [r.kind for r in book.read().records] == ["plan"]
+    cluster.stop("kafka-3")
+    try:
+        assert book.exists(admin)
+        started = time.monotonic()
+        with pytest.raises(StepFailed, match="cannot read the bookkeeping topic"):
+            book.read()
+        assert time.monotonic() - started >= 5  # it asked again before giving up
+    finally:
+        cluster.start("kafka-3")
+    assert [r.kind for r in book.read().records] == ["plan"]
