@@ -309,7 +309,7 @@ class BookkeepingTopic:
         A topic the metadata shows with an error or a partition without a leader (a leader
         moving, a broker's metadata a moment behind) is asked again until the timeout, never
         read as empty: an empty ledger would make a run forget what it recorded."""
-        from confluent_kafka import TopicPartition
+        from confluent_kafka import KafkaException, TopicPartition
 
         deadline = time.monotonic() + max(self.timeout_s, 30.0)
         while True:
@@ -323,12 +323,15 @@ class BookkeepingTopic:
                 bad = [p for p, pm in t.partitions.items() if pm.leader < 0]
                 why = f"partition {bad[0]} has no leader" if bad else None
             if why is None:
-                out = {p: consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=self.timeout_s)
-                       for p in t.partitions}
+                try:
+                    out = {p: consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=self.timeout_s)
+                           for p in t.partitions}
+                except KafkaException as exc:  # a leader not ready yet (NOT_LEADER_FOR_PARTITION), a timeout
+                    out, why = {}, str(exc)
                 bad = [p for p, (lo, hi) in out.items() if lo < 0 or hi < 0]
-                if not bad:
+                if why is None and not bad:
                     return out
-                why = f"partition {bad[0]} has no offsets yet"
+                why = why or f"partition {bad[0]} has no offsets yet"
             if time.monotonic() > deadline:
                 raise StepFailed(f"cannot read the bookkeeping topic {self.topic}: {why}; check its brokers, then run again")
             time.sleep(0.5)

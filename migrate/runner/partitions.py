@@ -518,18 +518,14 @@ class PartitionMover:
         return out
 
     def _precheck(self, flights: Mapping[tuple[str, int], InFlight]) -> None:
-        topics = self.admin.describe(sorted(self.topics))
-        offline, under = [], []
-        for name, t in topics.items():
-            for p in t.partitions:
-                key = (name, p.partition)
-                if p.leader is None:
-                    offline.append(f"{name}-{p.partition}")
-                    continue
-                f = flights.get(key)
-                expected = f.original if f is not None else p.replicas
-                if any(b not in p.isr for b in expected):
-                    under.append(f"{name}-{p.partition}")
+        offline, under = self._unhealthy(sorted(self.topics), flights)
+        if offline or under:
+            # a move that ended between listing the moves and describing the topics looks short of
+            # its original replicas: look once more, both reads fresh, at the topics concerned
+            again = sorted({name for name, _ in offline + under})
+            offline, under = self._unhealthy(again, self.admin.list_reassignments())
+        offline = [f"{t}-{p}" for t, p in offline]
+        under = [f"{t}-{p}" for t, p in under]
         if offline:
             raise BadInput(f"{len(offline)} partition(s) are offline ({', '.join(offline[:5])}): bring their brokers back "
                            "before moving data (--force moves anyway)")
@@ -540,6 +536,23 @@ class PartitionMover:
         if dead:
             raise BadInput(f"the targets use broker(s) {dead} that are not alive: start them or fix the mapping "
                            "(--force moves anyway)")
+
+    def _unhealthy(self, names: list[str], flights: Mapping[tuple[str, int], InFlight]
+                   ) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+        """(offline, under-replicated) partitions of ``names``; a partition moving counts as
+        under-replicated only if one of its original replicas is out of sync."""
+        offline, under = [], []
+        for name, t in self.admin.describe(names).items():
+            for p in t.partitions:
+                key = (name, p.partition)
+                if p.leader is None:
+                    offline.append(key)
+                    continue
+                f = flights.get(key)
+                expected = f.original if f is not None else p.replicas
+                if any(b not in p.isr for b in expected):
+                    under.append(key)
+        return offline, under
 
     # ------------------------------------------------------------------ start
     def _start(self, ledger: Ledger) -> None:
