@@ -192,6 +192,11 @@ class Ledger:
 # --------------------------------------------------------------------------- the topic (I/O)
 
 
+def _led(t) -> bool:
+    """True when a topic's metadata (``None``: not listed) shows no error and a leader for every partition."""
+    return t is not None and t.error is None and bool(t.partitions) and all(p.leader >= 0 for p in t.partitions.values())
+
+
 class BookkeepingTopic:
     """Read and append the bookkeeping records of one cluster."""
 
@@ -244,7 +249,7 @@ class BookkeepingTopic:
         while time.monotonic() < deadline:
             md = admin.list_topics(timeout=self.timeout_s)
             t = md.topics.get(self.topic)
-            if t is not None and t.error is None and t.partitions and all(p.leader >= 0 for p in t.partitions.values()):
+            if _led(t):
                 return True
             time.sleep(0.2)
         raise StepFailed(f"the bookkeeping topic {self.topic} was created but has no leader after {self.timeout_s:.0f} s")
@@ -382,11 +387,9 @@ class BookkeepingTopic:
         return self._producer
 
     def warm(self) -> None:
-        """Start the writer now and give it the topic's leader, so the first write does not wait.
-
-        A producer that writes to a topic it has no metadata for (a topic just created) waits for
-        its next metadata refresh, about a second; the idempotent producer also fetches its
-        producer id first. Both happen here, while the caller goes on with other reads."""
+        """Give the writer the topic's leader now (waiting for it up to 10 s), so the first write
+        does not wait: a producer that writes to a topic it has no metadata for (a topic just
+        created) waits for its next metadata refresh, about a second."""
         producer = self._ensure_producer()
         deadline = time.monotonic() + min(self.timeout_s, 10.0)
         while time.monotonic() < deadline:
@@ -394,7 +397,7 @@ class BookkeepingTopic:
                 t = producer.list_topics(self.topic, timeout=min(self.timeout_s, 5.0)).topics.get(self.topic)
             except Exception:  # the first write will find out, with its own error
                 return
-            if t is not None and t.error is None and t.partitions and all(p.leader >= 0 for p in t.partitions.values()):
+            if _led(t):
                 return
             time.sleep(0.05)
 

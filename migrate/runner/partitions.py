@@ -167,7 +167,8 @@ class Throttles:
         each) change together. Entries someone else set are never added to kmigrate's, so never
         removed. A broker that refuses its rate is reported and tried again with the next moves
         that need it."""
-        todo = sorted(b for b in set(brokers) if b not in self.brokers and b in set(live))
+        live = set(live)
+        todo = sorted(b for b in set(brokers) if b not in self.brokers and b in live)
         changes: dict[tuple[str, str], tuple[set[str], set[str], set[str]]] = {}
         for topic, moves in wanted_by_topic.items():
             leader, follower = throttle_entries(moves)

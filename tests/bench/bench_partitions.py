@@ -83,7 +83,7 @@ def load(bs: str, n_topics: int, data_mb: int, seed: int) -> dict[str, list[list
     return layout
 
 
-def replica_bytes(bs: str, brokers) -> dict[tuple[str, int, int], int]:
+def replica_bytes(bs: str, brokers, prefix: str = "bench-") -> dict[tuple[str, int, int], int]:
     from kafka.admin import KafkaAdminClient
 
     kp = KafkaAdminClient(bootstrap_servers=bs.split(","))
@@ -93,7 +93,7 @@ def replica_bytes(bs: str, brokers) -> dict[tuple[str, int, int], int]:
             for answer in kp.describe_log_dirs(brokers=[b]):
                 for d in answer["log_dirs"]:
                     for t in d["topics"]:
-                        if t["name"].startswith("bench-"):
+                        if t["name"].startswith(prefix):
                             for p in t["partitions"]:
                                 out[(t["name"], p["partition_index"], answer["broker"])] = p["partition_size"]
         return out
@@ -145,7 +145,9 @@ def calibrate(sb, bs: str, throttle_bytes: int, mb: int = 100) -> float:
             except BufferError:
                 producer.poll(0.05)
     assert producer.flush(600) == 0
-    size = replica_bytes_of(bs, "calibration", 1)
+    size = sum(replica_bytes(bs, [1], prefix="calibration").values())
+    if not size:
+        raise SystemExit("no replica of calibration on broker 1")
     doc = {"version": 1, "partitions": [{"topic": "calibration", "partition": 0, "replicas": [4]}]}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(doc, f)
@@ -162,21 +164,6 @@ def calibrate(sb, bs: str, throttle_bytes: int, mb: int = 100) -> float:
     Path(path).unlink()
     admin.delete_topics(["calibration"])["calibration"].result(60)
     return size / elapsed
-
-
-def replica_bytes_of(bs: str, topic: str, broker: int) -> int:
-    from kafka.admin import KafkaAdminClient
-
-    kp = KafkaAdminClient(bootstrap_servers=bs.split(","))
-    try:
-        for answer in kp.describe_log_dirs(brokers=[broker]):
-            for d in answer["log_dirs"]:
-                for t in d["topics"]:
-                    if t["name"] == topic:
-                        return sum(p["partition_size"] for p in t["partitions"])
-        raise SystemExit(f"no replica of {topic} on broker {broker}")
-    finally:
-        kp.close()
 
 
 def run_kmigrate(bs: str, throttle: str, per_broker: int) -> float:
