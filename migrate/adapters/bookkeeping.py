@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping
 
+from migrate.adapters.kafka import TRUSTED_PRODUCER
 from migrate.clientconfig import ClientSettings
 from migrate.errors import BadInput, StepFailed
 
@@ -372,18 +373,21 @@ class BookkeepingTopic:
         the background (the topic need not exist yet)."""
         self._ensure_producer().poll(0)
 
+    def producer_settings(self) -> dict:
+        """The writer's librdkafka settings: acknowledged means written (see ``TRUSTED_PRODUCER``)."""
+        return self.settings.confluent(**{
+            **TRUSTED_PRODUCER,
+            "linger.ms": 0,
+            # a new broker may die: acks=all then waits until the ISR drops it (replica.lag.time.max.ms)
+            "message.timeout.ms": int(max(self.timeout_s, 120.0) * 1000),
+            "logger": _LIBRDKAFKA_LOG,
+        })
+
     def _ensure_producer(self):
         from confluent_kafka import Producer
 
         if self._producer is None:
-            self._producer = Producer(self.settings.confluent(**{
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 0,
-                # a new broker may die: acks=all then waits until the ISR drops it (replica.lag.time.max.ms)
-                "message.timeout.ms": int(max(self.timeout_s, 120.0) * 1000),
-                "logger": _LIBRDKAFKA_LOG,
-            }))
+            self._producer = Producer(self.producer_settings())
         return self._producer
 
     def warm(self) -> None:

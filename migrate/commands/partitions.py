@@ -340,6 +340,8 @@ def status(
     if st["duplicates"]:
         table.add_row("recorded twice", ", ".join(st["duplicates"]))
     console.print(table)
+    for w in st["warnings"]:
+        console.print(f"[yellow]warning:[/yellow] {w}")
     if st["topics_remaining"]:
         shown = st["topics_remaining"][:10]
         more = len(st["topics_remaining"]) - len(shown)

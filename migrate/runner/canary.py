@@ -14,6 +14,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from migrate.canary import CanaryLedger, CanaryReport, decode, encode, leader_spread_assignment
+from migrate.adapters.kafka import TRUSTED_PRODUCER
 from migrate.clientconfig import ClientSettings
 from migrate.errors import BadInput, StepFailed
 
@@ -102,7 +103,7 @@ class Canary:
         The measurement starts after this, so a cluster's first-use delays are not counted as a stall.
         """
         producer = Producer(self.settings.confluent(**{
-            "acks": "all", "enable.idempotence": True, "linger.ms": 5, "message.timeout.ms": 300000,
+            **TRUSTED_PRODUCER, "linger.ms": 5, "message.timeout.ms": 300000,
             "logger": _RDKAFKA_LOG,
             "error_cb": lambda err: self._note_error(f"client: {err.str()}") if err.fatal() else None,
         }))

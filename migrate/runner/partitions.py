@@ -1183,10 +1183,18 @@ def migration_status(client: ClientSettings, bookkeeping_topic: str, plan_id: st
         exists = book.exists(admin.admin)
         ledger = book.read() if exists else Ledger([])
         plans = ledger.plans()
+        warnings = []
         if plan_id is None and plans:
             plan_id = list(plans)[-1]
+        elif plan_id is None and ledger.records:
+            # records but no plan record (one lost in a crash before it was acknowledged): the
+            # records name their plan; only the mapping is unknown
+            plan_id = ledger.records[-1].plan_id
         if mapping is None and plan_id in plans:
             mapping = {int(k): int(v) for k, v in plans[plan_id]["mapping"].items()}
+        if plan_id and mapping is None:
+            warnings.append(f"no plan record for {plan_id}: replicas left on old brokers are not counted "
+                            "(give --mapping or --plan)")
         mapping = dict(mapping or {})
         old = set(mapping)
         topics = admin.describe(None)
@@ -1234,6 +1242,7 @@ def migration_status(client: ClientSettings, bookkeeping_topic: str, plan_id: st
             "leaders_not_preferred": not_preferred, "throttles": throttles,
             "foreign_plans": {k: len(v) for k, v in ledger.foreign_moved(plan_id or "").items()},
             "duplicates": sorted(t for t, n in ledger.moved_counts(plan_id or "").items() if n > 1),
+            "warnings": warnings,
         }
     finally:
         book.close()

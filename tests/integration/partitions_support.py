@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from migrate.adapters.bookkeeping import BookkeepingTopic
+from migrate.adapters.kafka import TRUSTED_PRODUCER
 from migrate.clientconfig import client_settings
 from migrate.reassignment import BROKER_THROTTLE_CONFIGS, TOPIC_THROTTLE_CONFIGS
 
@@ -61,7 +62,7 @@ def produce(cluster, topic: str, count: int, size: int = 100, prefix: str = "k")
         if err is None:
             acked.add(msg.key().decode())
 
-    p = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "all", "enable.idempotence": True,
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers(), **TRUSTED_PRODUCER,
                   "linger.ms": 20, "batch.size": 262144, "compression.type": "none"})
     payload = os.urandom(size // 2).hex().encode()[:size]
     for i in range(count):
@@ -96,7 +97,7 @@ class BackgroundProducer:
         return self
 
     def _run(self) -> None:
-        p = Producer({"bootstrap.servers": self.cluster.bootstrap_servers(), "acks": "all", "enable.idempotence": True,
+        p = Producer({"bootstrap.servers": self.cluster.bootstrap_servers(), **TRUSTED_PRODUCER,
                       "linger.ms": 5, "message.timeout.ms": 120000})
         for t in self.topics:
             self.acked[t] = set()

@@ -175,3 +175,23 @@ def test_status_and_rerun_after_the_migration(cluster, loaded):
     assert set(ledger(cluster).moved_counts(PLAN_ID).values()) == {1}
     r = kmigrate("status", "--bootstrap-server", bs)
     assert r.returncode == 0 and "done" in r.stdout
+
+
+def test_status_without_a_plan_record_names_the_plan_of_the_records_and_says_what_it_cannot_count(cluster, loaded):
+    """A ledger whose plan record is missing (lost before it was acknowledged) is not 'not started'."""
+    from migrate.adapters.bookkeeping import BookkeepingTopic, make_record
+    from migrate.clientconfig import client_settings
+    from migrate.runner.partitions import migration_status
+
+    bs = cluster.bootstrap_servers()
+    book = BookkeepingTopic(client_settings(bs), "__kmigrate_no_plan_record")
+    from confluent_kafka.admin import AdminClient
+
+    assert book.ensure(AdminClient({"bootstrap.servers": bs}), NEW)
+    name = loaded[0][0]
+    book.append([make_record("old-plan", "topic-moved", name, time.time(), topic=name, target={"0": [NEW[0]]})])
+    book.close()
+    st = migration_status(client_settings(bs), "__kmigrate_no_plan_record")
+    assert st["plan_id"] == "old-plan" and st["state"] == "in progress"
+    assert st["topics_recorded"] == 1 and name not in st["topics_remaining"]
+    assert st["warnings"] and "no plan record for old-plan" in st["warnings"][0]

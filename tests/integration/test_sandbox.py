@@ -11,6 +11,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from migrate.adapters import fourletter
+from migrate.adapters.kafka import TRUSTED_PRODUCER
 
 pytestmark = pytest.mark.integration
 
@@ -40,8 +41,7 @@ def _produce(cluster, topic: str, count: int, start: int = 0) -> int:
     """Produce ``count`` records with acks=all and idempotence; return how many were acknowledged."""
     acked = []
     errors = []
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "all",
-                         "enable.idempotence": True, "linger.ms": 5})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers(), **TRUSTED_PRODUCER, "linger.ms": 5})
 
     def on_delivery(err, msg):
         (errors if err else acked).append(err or msg.offset())

@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from migrate.adapters.kafka import TRUSTED_PRODUCER
 from migrate.adapters.spark import SparkSettings, spark_session
 from migrate.cli import main
 from migrate.sandbox.testing import running_sandbox, unique_topic
@@ -69,7 +70,7 @@ def create(bs: str, name: str, partitions: int, config: dict | None = None) -> N
 def write(bs: str, topic: str, partitions: int, count: int, key_mod: int | None = None, start: int = 0,
           only_partition: int | None = None) -> None:
     """Deterministic records: the same call on two clusters writes the same content."""
-    p = Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True})
+    p = Producer({"bootstrap.servers": bs, **TRUSTED_PRODUCER})
     for i in range(start, start + count):
         part = i % partitions
         if only_partition is not None and part != only_partition:

@@ -294,6 +294,20 @@ def test_rate_and_eta():
 # ----------------------------------------------------------------------------- bookkeeping fold
 
 
+def test_the_bookkeeping_writer_keeps_one_request_in_flight_whatever_the_client_settings():
+    # With several requests in flight, librdkafka counted records of failed requests to a just-created
+    # topic as "implicitly acked" by a later success: a write-ahead record acknowledged and not in the log.
+    from migrate.adapters.bookkeeping import BookkeepingTopic
+    from migrate.clientconfig import ClientSettings
+
+    user = ClientSettings("b:9092", {"max.in.flight.requests.per.connection": "5", "acks": "1",
+                                     "security.protocol": "SASL_SSL"})
+    conf = BookkeepingTopic(user, "__kmigrate_migration").producer_settings()
+    assert conf["max.in.flight.requests.per.connection"] == 1
+    assert conf["enable.idempotence"] is True and conf["acks"] == "all"
+    assert conf["security.protocol"] == "SASL_SSL" and conf["bootstrap.servers"] == "b:9092"
+
+
 def test_records_round_trip_and_foreign_records_are_refused():
     rec = make_record("p1", "topic-moved", "orders", 0, topic="orders", target={"0": [4, 5]})
     key, value = encode(rec)
