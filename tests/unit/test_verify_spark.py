@@ -1,4 +1,4 @@
-"""Spark adapter checks that need no JVM, and the CLI's bad-input paths that fail before any server is asked."""
+"""Spark adapter checks (a real java for the class-data-sharing archive, no Spark), and the CLI's bad-input paths that fail before any server is asked."""
 
 from __future__ import annotations
 
@@ -109,3 +109,61 @@ def test_snapshot_not_ours_is_exit_2(tmp_path):
     f.write_text('{"some": "other tool"}')
     r = _kmigrate(["verify", "compare", str(f), "--against", str(f)])
     assert r.returncode == 2 and "is not a kmigrate verify snapshot" in r.stderr
+
+
+# ------------------------------------------------------------------ class data sharing (a real JVM)
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def _record_archive(java: str, path: Path) -> None:
+    subprocess.run([java, f"-XX:ArchiveClassesAtExit={path}", "-Xlog:cds=off,cds+dynamic=off", "-version"],
+                   check=True, capture_output=True, timeout=60)
+
+
+def test_class_data_sharing_records_then_adopts_an_archive_that_maps_and_drops_a_truncated_one(tmp_path, monkeypatch):
+    from migrate.adapters.spark import _cds_key, class_data_options
+    from migrate.servers import find_java
+
+    monkeypatch.setenv("KMIGRATE_CACHE", str(tmp_path))
+    monkeypatch.delenv("KMIGRATE_SPARK_CDS", raising=False)
+    java = find_java()
+    folder = tmp_path / "spark" / "cds"
+    key = _cds_key(java)
+    # nothing recorded: this run records, into a file of its own
+    opts = class_data_options(java)
+    assert opts[0] == f"-XX:ArchiveClassesAtExit={folder / f'{key}.{os.getpid()}.dump'}"
+    assert "-Xlog:cds=off,cds+dynamic=off" in opts  # no JVM warning on stdout
+    # a recording cut short (the JVM was killed while writing it) crashes a JVM that maps it: dropped
+    truncated = folder / f"{key}.{_dead_pid()}.dump"
+    _record_archive(java, tmp_path / "whole.jsa")
+    truncated.write_bytes((tmp_path / "whole.jsa").read_bytes()[:100_000])
+    os.utime(truncated, (time.time() - 60, time.time() - 60))
+    assert class_data_options(java)[0].startswith("-XX:ArchiveClassesAtExit=")
+    assert not truncated.exists() and not (folder / f"{key}.jsa").exists()
+    # a whole recording of a finished process becomes the archive every later run maps
+    whole = folder / f"{key}.{_dead_pid()}.dump"
+    _record_archive(java, whole)
+    os.utime(whole, (time.time() - 60, time.time() - 60))
+    assert class_data_options(java)[0] == f"-XX:SharedArchiveFile={folder / f'{key}.jsa'}"
+    assert not whole.exists()
+    # a recording still being written (its process alive) is left alone
+    mine = folder / f"{key}.{os.getpid()}.dump"
+    mine.write_bytes(b"partial")
+    assert class_data_options(java)[0] == f"-XX:SharedArchiveFile={folder / f'{key}.jsa'}"
+    assert mine.exists()
+    monkeypatch.setenv("KMIGRATE_SPARK_CDS", "0")
+    assert class_data_options(java) == []
+
+
+def test_session_conf_sizes_a_local_driver_heap_at_once_and_adds_the_java_options(tmp_path):
+    jars = KafkaSourceJars("4.2.0", "2.13", (tmp_path / "a.jar",), exact=False)
+    local = session_conf(SparkSettings(conf={"spark.driver.memory": "2g"}), jars, ["-XX:SharedArchiveFile=/c/k.jsa"])
+    opts = local["spark.driver.extraJavaOptions"].split()
+    assert "-Xms2g" in opts and "-XX:SharedArchiveFile=/c/k.jsa" in opts and "-XX:+UseParallelGC" in opts
+    remote = session_conf(SparkSettings(master="spark://h:7077"), jars)
+    assert not any(o.startswith("-Xms") for o in remote["spark.driver.extraJavaOptions"].split())
