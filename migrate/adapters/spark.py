@@ -286,13 +286,14 @@ def _cds_key(java: str) -> str:
 
     import pyspark
 
-    h = hashlib.sha256()
-    proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
-    h.update(f"{os.path.realpath(java)}\n{proc.stderr}\n{pyspark.__version__}\n".encode())
-    jars = Path(pyspark.__file__).parent / "jars"
-    for jar in sorted(jars.glob("*.jar")):
-        st = jar.stat()
-        h.update(f"{jar}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    # The JDK's files, not ``java -version``: preflight has just started one JVM for that already.
+    home = Path(os.path.realpath(java)).parent.parent
+    files = [home / "lib" / "modules", home / "lib" / "server" / "libjvm.so", *sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))]
+    h = hashlib.sha256(f"{os.path.realpath(java)}\n{pyspark.__version__}\n".encode())
+    for f in files:
+        if f.exists():
+            st = f.stat()
+            h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     return h.hexdigest()[:16]
 
 
@@ -358,11 +359,10 @@ def session_conf(settings: SparkSettings, jars: KafkaSourceJars, java_options: l
         memory = settings.conf.get("spark.driver.memory", DEFAULT_CONF["spark.driver.memory"])
         if re.fullmatch(r"\d+[kKmMgG]", memory):
             driver_opts.append(f"-Xms{memory}")
-    conf["spark.driver.extraJavaOptions"] = " ".join(driver_opts)
-    if settings.master.startswith("local"):
         # Everything runs in this process: keep Spark's driver on the loopback interface.
         conf["spark.driver.bindAddress"] = "127.0.0.1"
         conf["spark.driver.host"] = "127.0.0.1"
+    conf["spark.driver.extraJavaOptions"] = " ".join(driver_opts)
     extra = dict(settings.conf)
     user_jars = [j for j in extra.pop("spark.jars", "").split(",") if j]
     conf["spark.jars"] = ",".join([str(p) for p in jars.jars] + user_jars)
