@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from migrate.adapters.spark import (SparkSettings, candidate_versions, check_master, installed_spark, parse_java_version,
-                                    parse_spark_conf, session_conf, source_candidates, KafkaSourceJars)
-from migrate.errors import BadInput
+from migrate.adapters.spark import (SparkSettings, candidate_versions, check_master, installed_spark, job_failure,
+                                    parse_java_version, parse_spark_conf, session_conf, source_candidates, KafkaSourceJars)
+from migrate.errors import BadInput, StepFailed
 
 
 def test_parse_java_version():
@@ -167,3 +167,27 @@ def test_session_conf_sizes_a_local_driver_heap_at_once_and_adds_the_java_option
     assert "-Xms2g" in opts and "-XX:SharedArchiveFile=/c/k.jsa" in opts and "-XX:+UseParallelGC" in opts
     remote = session_conf(SparkSettings(master="spark://h:7077"), jars)
     assert not any(o.startswith("-Xms") for o in remote["spark.driver.extraJavaOptions"].split())
+
+
+class _DeadJvmError(Exception):
+    """Like a Py4JJavaError whose JVM has died: str() fails (it asks the JVM)."""
+
+    def __str__(self):
+        raise ConnectionRefusedError(111, "Connection refused")
+
+
+def test_a_failed_spark_job_is_one_line_that_says_what_to_do():
+    from py4j.protocol import Py4JNetworkError
+
+    oom = job_failure(RuntimeError("An error occurred while calling o232.collectToPython.\n: "
+                                   "java.lang.OutOfMemoryError: GC overhead limit exceeded\n\tat java.base/..."))
+    gone = job_failure(Py4JNetworkError("Answer from Java side is empty"))
+    dead = job_failure(_DeadJvmError())
+    other = job_failure(RuntimeError("[KAFKA_DATA_LOSS] Cannot fetch offset 5. Some data may be lost.\n\tat org.apache..."))
+    for failure in (oom, gone, dead, other):
+        assert isinstance(failure, StepFailed) and failure.exit_code == 1
+        assert "\n" not in failure.message and "nothing was written" in failure.message
+    assert "ran out of memory" in oom.message and "spark.driver.memory=" in oom.message
+    assert "JVM exited" in gone.message and "spark.executor.memory=" in gone.message
+    assert "JVM exited" in dead.message
+    assert other.message.endswith("RuntimeError: [KAFKA_DATA_LOSS] Cannot fetch offset 5. (Spark's log above has the details)")
