@@ -289,14 +289,15 @@ CDS_ENV = "KMIGRATE_SPARK_CDS"  # "0" turns it off
 _CDS_QUIET = "-Xlog:cds=off,cds+dynamic=off"  # never a JVM warning on stdout (it would break --output json)
 
 
-def _cds_key(java: str) -> str:
+def _cds_key(java: str, class_path: tuple[Path, ...] = ()) -> str:
     import hashlib
 
     import pyspark
 
     # The JDK's files, not ``java -version``: preflight has just started one JVM for that already.
     home = Path(os.path.realpath(java)).parent.parent
-    files = [home / "lib" / "modules", home / "lib" / "server" / "libjvm.so", *sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))]
+    files = [home / "lib" / "modules", home / "lib" / "server" / "libjvm.so",
+             *sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")), *class_path]
     h = hashlib.sha256(f"{os.path.realpath(java)}\n{pyspark.__version__}\n".encode())
     for f in files:
         if f.exists():
@@ -315,7 +316,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def class_data_options(java: str, now_s: float | None = None) -> list[str]:
+def class_data_options(java: str, now_s: float | None = None, class_path: tuple[Path, ...] = ()) -> list[str]:
     """JVM options for the driver: map the recorded archive, or record one at exit; ``[]`` when off.
 
     Recordings are ``<key>.<pid>.dump`` (one per process: runs at once never share a file); one whose
@@ -329,7 +330,7 @@ def class_data_options(java: str, now_s: float | None = None) -> list[str]:
     try:
         folder = cache_dir() / "spark" / "cds"
         folder.mkdir(parents=True, exist_ok=True)
-        key = _cds_key(java)
+        key = _cds_key(java, class_path)
         final = folder / f"{key}.jsa"
         now_s = time.time() if now_s is None else now_s
         for old in folder.iterdir():  # archives of another java or pyspark
@@ -372,6 +373,11 @@ def session_conf(settings: SparkSettings, jars: KafkaSourceJars, java_options: l
         conf["spark.driver.host"] = "127.0.0.1"
     conf["spark.driver.extraJavaOptions"] = " ".join(driver_opts)
     extra = dict(settings.conf)
+    if settings.master.startswith("local"):
+        # The Kafka source on the JVM's own class path, not only added at run time (spark.jars): its
+        # classes then go into the class-data-sharing archive with Spark's.
+        conf["spark.driver.extraClassPath"] = os.pathsep.join(
+            [str(p) for p in jars.jars] + [c for c in [extra.pop("spark.driver.extraClassPath", "")] if c])
     user_jars = [j for j in extra.pop("spark.jars", "").split(",") if j]
     conf["spark.jars"] = ",".join([str(p) for p in jars.jars] + user_jars)
     conf.update(extra)
@@ -417,7 +423,8 @@ def spark_session(settings: SparkSettings, progress: Callable[[str], None] = lam
         return
     version = preflight(settings)
     jars = kafka_source_jars(settings.jars, progress)
-    java_options = class_data_options(find_java())
+    local = settings.master.startswith("local")
+    java_options = class_data_options(find_java(), class_path=tuple(jars.jars) if local else ())
     if java_options and java_options[0].startswith("-XX:ArchiveClassesAtExit="):
         progress("recording the Spark driver's classes for faster starts (once per machine: this run ends about 30 s later)")
     conf = session_conf(settings, jars, java_options)

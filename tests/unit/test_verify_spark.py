@@ -169,6 +169,22 @@ def test_session_conf_sizes_a_local_driver_heap_at_once_and_adds_the_java_option
     assert not any(o.startswith("-Xms") for o in remote["spark.driver.extraJavaOptions"].split())
 
 
+def test_a_local_driver_has_the_kafka_source_on_its_class_path(tmp_path):
+    """So that the class-data-sharing archive holds its classes; executors elsewhere get them by spark.jars."""
+    jars = KafkaSourceJars("4.2.0", "2.13", (tmp_path / "a.jar", tmp_path / "b.jar"), exact=False)
+    local = session_conf(SparkSettings(conf={"spark.driver.extraClassPath": "/site/x.jar"}), jars)
+    assert local["spark.driver.extraClassPath"] == os.pathsep.join([str(tmp_path / "a.jar"), str(tmp_path / "b.jar"), "/site/x.jar"])
+    assert local["spark.jars"] == f"{tmp_path / 'a.jar'},{tmp_path / 'b.jar'}"
+    remote = session_conf(SparkSettings(master="spark://h:7077"), jars)
+    assert "spark.driver.extraClassPath" not in remote and remote["spark.jars"] == local["spark.jars"]
+    # the archive of a driver with those jars is another archive (the JVM maps one only for its class path)
+    from migrate.adapters.spark import _cds_key
+    from migrate.servers import find_java
+
+    (tmp_path / "a.jar").write_bytes(b"PK")
+    assert _cds_key(find_java(), (tmp_path / "a.jar",)) != _cds_key(find_java())
+
+
 class _DeadJvmError(Exception):
     """Like a Py4JJavaError whose JVM has died: str() fails (it asks the JVM)."""
 
