@@ -355,6 +355,13 @@ def class_data_options(java: str, now_s: float | None = None, class_path: tuple[
         return []
 
 
+def driver_class_data_options(settings: SparkSettings, jars: KafkaSourceJars) -> list[str]:
+    """:func:`class_data_options` for the driver :func:`session_conf` starts (a local one has the Kafka
+    source jars on its class path, and its archive is keyed by them)."""
+    local = settings.master.startswith("local")
+    return class_data_options(find_java(), class_path=tuple(jars.jars) if local else ())
+
+
 def session_conf(settings: SparkSettings, jars: KafkaSourceJars, java_options: list[str] | None = None) -> dict[str, str]:
     """The SparkConf kmigrate starts Spark with: light defaults, the Kafka source jars, the caller's conf.
 
@@ -423,8 +430,7 @@ def spark_session(settings: SparkSettings, progress: Callable[[str], None] = lam
         return
     version = preflight(settings)
     jars = kafka_source_jars(settings.jars, progress)
-    local = settings.master.startswith("local")
-    java_options = class_data_options(find_java(), class_path=tuple(jars.jars) if local else ())
+    java_options = driver_class_data_options(settings, jars)
     if java_options and java_options[0].startswith("-XX:ArchiveClassesAtExit="):
         progress("recording the Spark driver's classes for faster starts (once per machine: this run ends about 30 s later)")
     conf = session_conf(settings, jars, java_options)

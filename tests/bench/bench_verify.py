@@ -8,10 +8,11 @@ Starts its own sandbox (1 ZooKeeper, 1 broker) on a free loopback prefix, writes
 the stock ``kafka-producer-perf-test`` (not timed), then times, one after the other on the same data:
 
 * ``kafka-console-consumer --from-beginning --max-messages N > /dev/null`` (wall time of the tool,
-  JVM start included);
+  JVM start included), before each run of:
 * ``kmigrate verify snapshot`` as a subprocess with ``--master local[*]`` (wall time of the command:
-  Spark start, offset capture, the job, the file), ``--command-runs`` times: the first run on a
-  machine records the driver's class-data-sharing archive, later runs map it;
+  Spark start, offset capture, the job, the file), once without the class-data-sharing archive, then
+  ``--command-runs`` times: the first run on a machine records the archive, later runs map it. The
+  ratio is of the median times (console consumer, whole command with the archive mapped);
 * the Spark job alone (``take_snapshot`` in a session already started), which is what grows with data.
 
 Records/s and MB/s are over the records and record bytes read (N and N x size). The target on this
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,9 +35,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from migrate.adapters.spark import SparkSettings, class_data_options, spark_session, standalone_cluster  # noqa: E402
+from migrate.adapters.spark import (SparkSettings, driver_class_data_options, kafka_source_jars, spark_session,  # noqa: E402
+                                    standalone_cluster)
 from migrate.clientconfig import client_settings  # noqa: E402
-from migrate.servers import find_java  # noqa: E402
 from migrate.sandbox.testing import free_ip_prefix, running_sandbox  # noqa: E402
 from migrate.verify.offsets import KafkaSide  # noqa: E402
 from migrate.verify.run import Scope, take_snapshot  # noqa: E402
@@ -88,24 +90,28 @@ def main() -> None:
         print(f"# wrote {n} records of {size} bytes in {args.partitions} partitions in {time.monotonic() - t0:.0f} s "
               f"(kafka-producer-perf-test, not part of the comparison)", flush=True)
 
-        t0 = time.monotonic()
-        with open(os.devnull, "wb") as devnull:
-            r = subprocess.run(sandbox.dist.tool_command("kafka-console-consumer", [
-                "--bootstrap-server", bs, "--topic", topic, "--from-beginning", "--max-messages", str(n),
-                "--timeout-ms", "120000"], jvm_opts=["-Xmx1g", "-Dlog4j.configuration=file:/dev/null"]),
-                stdout=devnull, stderr=subprocess.PIPE, timeout=3600)
-        consumer = figures("kafka-console-consumer > /dev/null", time.monotonic() - t0, n, size)
-        assert r.returncode == 0, r.stderr[-500:]
-        results.append(consumer)
-        show(consumer)
+        def console_consumer() -> dict:
+            t0 = time.monotonic()
+            with open(os.devnull, "wb") as devnull:
+                r = subprocess.run(sandbox.dist.tool_command("kafka-console-consumer", [
+                    "--bootstrap-server", bs, "--topic", topic, "--from-beginning", "--max-messages", str(n),
+                    "--timeout-ms", "120000"], jvm_opts=["-Xmx1g", "-Dlog4j.configuration=file:/dev/null"]),
+                    stdout=devnull, stderr=subprocess.PIPE, timeout=3600)
+            assert r.returncode == 0, r.stderr[-500:]
+            return figures("kafka-console-consumer > /dev/null", time.monotonic() - t0, n, size)
 
         # The first run on a machine records the driver's class-data-sharing archive (about 30 s more,
-        # once); later runs map it. Each run is timed and named by what it did.
-        command = None
+        # once); later runs map it. Each run is timed and named by what it did. The console consumer
+        # runs before each, so both see the same moments of a machine whose speed drifts (seen here:
+        # the same console run took 10 s and 18 s); the ratio is of the medians.
+        consumers, mapped = [], []
         for i in range(args.command_runs + 1):
+            consumers.append(console_consumer())
+            results.append(consumers[-1])
+            show(consumers[-1])
             off = i == 0  # first, for comparison, a run without the archive (KMIGRATE_SPARK_CDS=0)
             # what the run will do: map an archive (one recorded earlier is adopted now) or record one
-            opts = [] if off else class_data_options(find_java())
+            opts = [] if off else driver_class_data_options(SparkSettings(master="local[*]"), kafka_source_jars())
             archived = bool(opts) and opts[0].startswith("-XX:SharedArchiveFile=")
             t0 = time.monotonic()
             r = subprocess.run([sys.executable, "-m", "migrate", "verify", "snapshot", "--bootstrap-server", bs,
@@ -120,7 +126,15 @@ def main() -> None:
             command = figures(f"kmigrate verify snapshot (whole command, {how})", seconds, n, size)
             results.append(command)
             show(command)
+            if archived:
+                mapped.append(command)
             time.sleep(6)  # a recording is adopted once untouched for 5 s
+        consumer = figures("kafka-console-consumer > /dev/null (median)", statistics.median(c["seconds"] for c in consumers), n, size)
+        command = figures("kmigrate verify snapshot (whole command, archive mapped, median)",
+                          statistics.median(c["seconds"] for c in mapped or [command]), n, size)
+        results += [consumer, command]
+        show(consumer)
+        show(command)
 
         seconds, records = job_time(bs, topic, "local[*]")
         assert records == n
