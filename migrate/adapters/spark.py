@@ -67,6 +67,11 @@ class SparkSettings:
     jars: tuple[str, ...] | None = None
     app_name: str = "kmigrate-verify"
 
+    @property
+    def local(self) -> bool:
+        """The driver is the executor: every task runs in the driver JVM started here."""
+        return self.master.startswith("local")
+
 
 @dataclass(frozen=True)
 class KafkaSourceJars:
@@ -358,8 +363,7 @@ def class_data_options(java: str, now_s: float | None = None, class_path: tuple[
 def driver_class_data_options(settings: SparkSettings, jars: KafkaSourceJars) -> list[str]:
     """:func:`class_data_options` for the driver :func:`session_conf` starts (a local one has the Kafka
     source jars on its class path, and its archive is keyed by them)."""
-    local = settings.master.startswith("local")
-    return class_data_options(find_java(), class_path=tuple(jars.jars) if local else ())
+    return class_data_options(find_java(), class_path=tuple(jars.jars) if settings.local else ())
 
 
 def session_conf(settings: SparkSettings, jars: KafkaSourceJars, java_options: list[str] | None = None) -> dict[str, str]:
@@ -370,7 +374,8 @@ def session_conf(settings: SparkSettings, jars: KafkaSourceJars, java_options: l
     # The parallel collector: with local[*] the driver is the executor, and on a small machine G1's
     # concurrent work costs CPU the job needs (measured: less CPU and a faster job with 2 cores).
     driver_opts = [f"-Dlog4j2.configurationFile={driver_log_config()}", "-XX:+UseParallelGC", *(java_options or [])]
-    if settings.master.startswith("local"):
+    extra = dict(settings.conf)
+    if settings.local:
         # The driver is the executor: its whole heap at once spares the collections that grow it.
         memory = settings.conf.get("spark.driver.memory", DEFAULT_CONF["spark.driver.memory"])
         if re.fullmatch(r"\d+[kKmMgG]", memory):
@@ -378,13 +383,11 @@ def session_conf(settings: SparkSettings, jars: KafkaSourceJars, java_options: l
         # Everything runs in this process: keep Spark's driver on the loopback interface.
         conf["spark.driver.bindAddress"] = "127.0.0.1"
         conf["spark.driver.host"] = "127.0.0.1"
-    conf["spark.driver.extraJavaOptions"] = " ".join(driver_opts)
-    extra = dict(settings.conf)
-    if settings.master.startswith("local"):
         # The Kafka source on the JVM's own class path, not only added at run time (spark.jars): its
         # classes then go into the class-data-sharing archive with Spark's.
         conf["spark.driver.extraClassPath"] = os.pathsep.join(
             [str(p) for p in jars.jars] + [c for c in [extra.pop("spark.driver.extraClassPath", "")] if c])
+    conf["spark.driver.extraJavaOptions"] = " ".join(driver_opts)
     user_jars = [j for j in extra.pop("spark.jars", "").split(",") if j]
     conf["spark.jars"] = ",".join([str(p) for p in jars.jars] + user_jars)
     conf.update(extra)
@@ -468,8 +471,8 @@ def job_failure(exc: BaseException) -> StepFailed:
     """A one-line StepFailed for a Spark job that failed: what happened and what to try."""
     name = type(exc).__name__
     text = _java_text(exc)
-    gone = text is None or name in ("Py4JNetworkError", "ConnectionRefusedError", "ConnectionResetError", "BrokenPipeError") \
-        or "Answer from Java side is empty" in text or "<exception str() failed>" in text
+    gone = text is None or isinstance(exc, ConnectionError) or name == "Py4JNetworkError" \
+        or "Answer from Java side is empty" in text
     text = text or name
     if "OutOfMemoryError" in text or gone:
         what = "ran out of memory" if "OutOfMemoryError" in text else "stopped (its JVM exited, most often out of memory)"
