@@ -1,0 +1,39 @@
+"""The command line's start: a run imports only the command it runs; help and a mistyped name still list every command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+COMMANDS = ("sandbox", "inspect", "plan", "topics", "canary", "demo", "partitions", "status", "zookeeper", "verify")
+
+
+def python(code: str) -> str:
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_a_command_imports_only_its_own_module():
+    out = python(
+        "import sys\n"
+        "from migrate.cli import main\n"
+        "try:\n"
+        "    main(['verify', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('migrate.commands.')))\n"
+    )
+    assert out.strip().splitlines()[-1] == "['migrate.commands.common', 'migrate.commands.verify']"
+
+
+def test_help_lists_every_command():
+    r = subprocess.run([sys.executable, "-m", "migrate", "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    listed = [line.split()[1] for line in r.stdout.splitlines() if line.startswith("│ ") and len(line.split()) > 1]
+    assert sorted(c for c in listed if c in COMMANDS) == sorted(COMMANDS)
+
+
+def test_a_mistyped_command_is_bad_input():
+    r = subprocess.run([sys.executable, "-m", "migrate", "verfiy", "snapshot"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "No such command 'verfiy'" in r.stderr
