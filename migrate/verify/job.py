@@ -81,12 +81,18 @@ def _record_hashes(df, include_offsets: bool):
     Null and empty are told apart (a flag before each nullable field); header order counts, as in Kafka.
     """
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
+    # Types go to Spark as DataType objects and literals, never as type strings ("binary"): a string
+    # goes through Spark's SQL parser, whose first use on a fresh JVM builds its grammar tables (about
+    # 0.3 s, and as long again of the JIT compiling the parser). A DataType crosses as JSON.
+    empty = F.lit(bytearray())
+    no_headers = F.array().cast(T.ArrayType(T.StructType([T.StructField("key", T.StringType()),
+                                                          T.StructField("value", T.BinaryType())])))
     headers = F.transform(
-        F.coalesce(F.col("headers"), F.array().cast("array<struct<key:string,value:binary>>")),
-        lambda h: F.struct(h["key"], h["value"].isNull(), F.coalesce(h["value"], F.lit(b"").cast("binary"))),
+        F.coalesce(F.col("headers"), no_headers),
+        lambda h: F.struct(h["key"], h["value"].isNull(), F.coalesce(h["value"], empty)),
     )
-    empty = F.lit(b"").cast("binary")
     fields = [
         F.col("key").isNull(), F.coalesce(F.col("key"), empty),
         F.col("value").isNull(), F.coalesce(F.col("value"), empty),
@@ -99,12 +105,16 @@ def _record_hashes(df, include_offsets: bool):
 
 
 def _table(spark, rows: list[tuple], schema: str):
-    """A small broadcast table built in the JVM from one JSON literal (no Python worker is started)."""
-    from pyspark.sql import functions as F
+    """A small broadcast table built in the JVM from one JSON literal (no Python worker is started).
 
-    names = [c.split()[0] for c in schema.split(",")]
-    text = json.dumps([dict(zip(names, row)) for row in rows])
-    struct = "array<struct<" + ",".join(f"{c.split()[0]}:{c.split()[1]}" for c in schema.split(",")) + ">>"
+    ``schema``: ``"name type, ..."`` with types ``string``, ``int``, ``bigint``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    kinds = {"string": T.StringType, "int": T.IntegerType, "bigint": T.LongType}
+    columns = [c.split() for c in schema.split(",")]
+    text = json.dumps([dict(zip([name for name, _ in columns], row)) for row in rows])
+    struct = T.ArrayType(T.StructType([T.StructField(name, kinds[kind]()) for name, kind in columns]))
     table = spark.range(1).select(F.inline(F.from_json(F.lit(text), struct)))
     return F.broadcast(table)
 
@@ -117,13 +127,14 @@ _PIECES = ((42, None), (21, (1 << 21) - 1), (0, (1 << 21) - 1))
 
 def _sum_pieces(col, name: str) -> list:
     from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
 
     out = []
     for i, (shift, mask) in enumerate(_PIECES):
         piece = F.shiftright(col, shift) if shift else col
         if mask is not None:
             piece = piece.bitwiseAND(F.lit(mask))
-        out.append(F.coalesce(F.sum(piece), F.lit(0).cast("bigint")).alias(f"{name}_{i}"))
+        out.append(F.coalesce(F.sum(piece), F.lit(0).cast(LongType())).alias(f"{name}_{i}"))
     return out
 
 
@@ -155,11 +166,12 @@ def _digest_compacted(spark, kafka_options: dict[str, str], ranges: list[ReadRan
     """The table of ``[read_from, read_to)``: the last record of each key (null keys count one record each),
     tombstones left out."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, StringType
 
     df = _record_hashes(_read(spark, kafka_options, ranges, isolation_level, end_attr="read_to"), include_offsets)
     group_key = F.when(F.col("key").isNull(),
-                       F.concat(F.lit(b"\x00").cast("binary"), F.col("offset").cast("string").cast("binary"))
-                       ).otherwise(F.concat(F.lit(b"\x01").cast("binary"), F.col("key")))
+                       F.concat(F.lit(b"\x00"), F.col("offset").cast(StringType()).cast(BinaryType()))
+                       ).otherwise(F.concat(F.lit(b"\x01"), F.col("key")))
     per_key = df.withColumn("gkey", group_key).groupBy("topic", "partition", "gkey").agg(
         F.count(F.lit(1)).alias("n"),
         F.max_by("h1", "offset").alias("h1"),

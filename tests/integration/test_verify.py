@@ -377,6 +377,39 @@ def test_a_read_leaves_no_records_on_the_driver_heap(cluster, spark, bs, capsys,
     assert retained < read_mb / 4, f"{retained:.0f} MB of the {read_mb:.0f} MB read are still on the driver's heap after 30 s"
 
 
+# The digests of the records below, as taken by kmigrate 0.1.0 (session 6's job): a snapshot file must
+# compare with one taken by a later kmigrate, so a change to how records are hashed must come with a new
+# snapshot FORMAT_VERSION (which says "take the snapshot again"), and with new values here.
+GOLDEN_DIGESTS = {
+    # (compacted, offsets hashed): (records, hash1, hash2)
+    (False, True): (6, 6619051563609315026, 23946689066031077991),
+    (False, False): (6, 8224059544419761665, 6960093035038101780),
+    (True, True): (3, -2476113658489295704, 13783695248167348524),
+    (True, False): (3, 5212093179160040129, 8713982483581325719),
+}
+
+
+def test_record_digests_are_those_earlier_versions_wrote(cluster, spark, bs):
+    from migrate.verify.job import ReadRange, digest_ranges
+    from migrate.verify.snapshot import FORMAT_VERSION
+
+    topic = unique_topic("golden")
+    create(bs, topic, 1, rf=1)
+    p = Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True})
+    records = [(None, None, None), (b"", b"", []), (b"k", b"v", [("h", None)]), (b"k", b"v2", [("h", b"")]),
+               (None, b"x" * 300, [("a", b"1"), ("b", b"2")]), (b"k2", None, [("b", b"2"), ("a", b"1")])]
+    for i, (key, value, headers) in enumerate(records):  # one at a time: offsets 0-5 in this order
+        p.produce(topic, key=key, value=value, headers=headers, partition=0, timestamp=1_700_000_000_000 + i)
+        assert p.flush(30) == 0
+    got = {}
+    for compacted, offsets in GOLDEN_DIGESTS:
+        digest, _ = digest_ranges(spark, {"kafka.bootstrap.servers": bs},
+                                  [ReadRange(topic, 0, 0, 6, 6, compacted)], offsets)[(topic, 0)]
+        got[(compacted, offsets)] = (digest.records, digest.hash1, digest.hash2)
+    assert FORMAT_VERSION == 1, "a new snapshot format: update GOLDEN_DIGESTS to its digests"
+    assert got == GOLDEN_DIGESTS
+
+
 def test_bad_input_is_one_line_and_exit_2(cluster, spark, bs, capsys, tmp_path):
     topic = unique_topic("bad")
     create(bs, topic, 1)
