@@ -267,6 +267,11 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+# A PySpark driver counts as a shell: unless the gateway's logger has a level of its own, Spark sets it to
+# WARN and prints "Setting default log level to WARN", how to change it and "Setting Spark log level" on
+# every start.
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
 """
 
 

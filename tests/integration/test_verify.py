@@ -394,7 +394,7 @@ def test_record_digests_are_those_earlier_versions_wrote(cluster, spark, bs):
     from migrate.verify.snapshot import FORMAT_VERSION
 
     topic = unique_topic("golden")
-    create(bs, topic, 1, rf=1)
+    create(bs, topic, 1, {"retention.ms": "-1"}, rf=1)  # the 2023 timestamps below are past any time retention
     p = Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True})
     records = [(None, None, None), (b"", b"", []), (b"k", b"v", [("h", None)]), (b"k", b"v2", [("h", b"")]),
                (None, b"x" * 300, [("a", b"1"), ("b", b"2")]), (b"k2", None, [("b", b"2"), ("a", b"1")])]

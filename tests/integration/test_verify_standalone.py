@@ -51,6 +51,7 @@ def test_standalone_cluster_gives_the_same_result_as_local(tmp_path):
         r = kmigrate("verify", "snapshot", "--bootstrap-server", bs, "-o", str(local), "--master", "local[*]",
                      "--topic", f"{plain},{table}")
         assert r.returncode == 0, r.stderr[-2000:]
+        assert "log level" not in r.stderr, r.stderr  # Spark's shell banner ("Setting default log level to ...")
 
         host = free_ip_prefix(1) + ".1"
         with standalone_cluster(host, tmp_path / "spark", workers=2, cores=1, memory="1g") as master:
