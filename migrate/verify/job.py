@@ -104,18 +104,15 @@ def _record_hashes(df, include_offsets: bool):
     return df.select("*", F.xxhash64(*fields).alias("h1"), F.xxhash64(F.lit("kmigrate-h2"), *fields).alias("h2"))
 
 
-def _table(spark, rows: list[tuple], schema: str):
+def _table(spark, rows: list[tuple], schema):
     """A small broadcast table built in the JVM from one JSON literal (no Python worker is started).
 
-    ``schema``: ``"name type, ..."`` with types ``string``, ``int``, ``bigint``."""
+    ``schema``: a ``StructType``, one field per item of each row."""
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+    from pyspark.sql.types import ArrayType
 
-    kinds = {"string": T.StringType, "int": T.IntegerType, "bigint": T.LongType}
-    columns = [c.split() for c in schema.split(",")]
-    text = json.dumps([dict(zip([name for name, _ in columns], row)) for row in rows])
-    struct = T.ArrayType(T.StructType([T.StructField(name, kinds[kind]()) for name, kind in columns]))
-    table = spark.range(1).select(F.inline(F.from_json(F.lit(text), struct)))
+    text = json.dumps([dict(zip(schema.names, row)) for row in rows])
+    table = spark.range(1).select(F.inline(F.from_json(F.lit(text), ArrayType(schema))))
     return F.broadcast(table)
 
 
@@ -238,13 +235,15 @@ def digest_first_records(spark, kafka_options: dict[str, str], ranges: list[Read
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
     out: dict[tuple[str, int], Digest] = {}
     to_read = [r for r in ranges if (r.topic, r.partition) in limits]
     if not to_read:
         return out
     lim = _table(spark, [(r.topic, r.partition, limits[(r.topic, r.partition)]) for r in to_read],
-                 "topic string, partition int, lim bigint")
+                 T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+                               T.StructField("lim", T.LongType())]))
     df = _read(spark, kafka_options, to_read, isolation_level, end_attr="read_to").join(lim, ["topic", "partition"])
     df = _record_hashes(df, include_offsets)
     w = Window.partitionBy("topic", "partition").orderBy("offset")
