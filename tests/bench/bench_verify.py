@@ -4,16 +4,23 @@
     python tests/bench/bench_verify.py --records 200000 --json
     python tests/bench/bench_verify.py --scaling                # also local[1] vs local[2], 1 vs 2 standalone workers
 
-Starts its own sandbox (1 ZooKeeper, 1 broker) on a free loopback prefix, writes the records with
-the stock ``kafka-producer-perf-test`` (not timed), then times, one after the other on the same data:
+Starts its own sandbox (1 ZooKeeper, 1 broker) on a free loopback prefix, writes N records and
+N/10 records to two topics with the stock ``kafka-producer-perf-test`` (not timed), then times, in
+rounds, one after the other:
 
 * ``kafka-console-consumer --from-beginning --max-messages N > /dev/null`` (wall time of the tool,
-  JVM start included), before each run of:
-* ``kmigrate verify snapshot`` as a subprocess with ``--master local[*]`` (wall time of the command:
-  Spark start, offset capture, the job, the file), once without the class-data-sharing archive, then
-  ``--command-runs`` times: the first run on a machine records the archive, later runs map it. The
-  ratio is of the median times (console consumer, whole command with the archive mapped);
-* the Spark job alone (``take_snapshot`` in a session already started), which is what grows with data.
+  JVM start included), on each topic;
+* ``kmigrate verify snapshot --master local[*]`` as a subprocess (wall time of the command: Spark
+  start, offset capture, the job, the file), on each topic. Round 0 runs it without the
+  class-data-sharing archive, for comparison; the first run that may use the archive records it
+  (once per machine); later runs map it, and only those are counted;
+* the Spark job alone (``take_snapshot``) on N records, in a fresh process whose Spark session is
+  already started: verify's read on a JVM that has not read before.
+
+The ratios are of median times (console consumer over verify) at N records: whole command, and job
+alone. From the two sizes, each tool's time is split into a fixed cost and a time per record: the
+ratio of the read rates is the throughput of each once started, and the bench prints the record
+count above which the whole command takes less time than the console consumer.
 
 Records/s and MB/s are over the records and record bytes read (N and N x size). The target on this
 2-core machine: verify at least as fast as the stock consumer. Not collected by pytest.
@@ -54,13 +61,29 @@ def show(f: dict) -> None:
     print(f"{f['name']:<48} {f['seconds']:>8.1f} s {f['records_per_s']:>10} rec/s {f['mb_per_s']:>7.1f} MB/s", flush=True)
 
 
-def job_time(bs: str, topic: str, master: str, conf: dict[str, str] | None = None) -> tuple[float, int]:
-    with spark_session(SparkSettings(master=master, conf=conf or {})) as spark:
+def _job_here(bs: str, topic: str, master: str, conf: dict[str, str]) -> dict:
+    with spark_session(SparkSettings(master=master, conf=conf)) as spark:
         side = KafkaSide(client_settings(bs))
         t0 = time.monotonic()
         snap = take_snapshot(side, spark, Scope((topic,)), "bench")
         seconds = time.monotonic() - t0
-    return seconds, snap.records
+    return {"seconds": seconds, "records": snap.records}
+
+
+def job_time(bs: str, topic: str, master: str, conf: dict[str, str] | None = None) -> tuple[float, int]:
+    """The Spark job alone, in a fresh process (a JVM that has not read before), Spark already started."""
+    r = subprocess.run([sys.executable, __file__, "--job", json.dumps([bs, topic, master, conf or {}])],
+                       capture_output=True, text=True, timeout=3600)
+    assert r.returncode == 0, r.stderr[-1000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    return out["seconds"], out["records"]
+
+
+def break_even(fixed_a: float, fixed_b: float, per_record_a: float, per_record_b: float) -> float | None:
+    """Records above which a (fixed cost, time per record) takes less time than b; None if never."""
+    if per_record_a >= per_record_b:
+        return None
+    return max(0.0, (fixed_a - fixed_b) / (per_record_b - per_record_a))
 
 
 def main() -> None:
@@ -71,80 +94,121 @@ def main() -> None:
     ap.add_argument("--scaling", action="store_true", help="also time the job on 1 and 2 cores, and 1 and 2 standalone workers")
     ap.add_argument("--command-runs", type=int, default=3, help="times the whole command is run (default 3)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--job", help=argparse.SUPPRESS)  # internal: one job_time run, in this fresh process
     args = ap.parse_args()
+    if args.job:
+        print(json.dumps(_job_here(*json.loads(args.job))))
+        return
     n, size = args.records, args.size
+    small = max(n // 10, args.partitions)
     results = []
     spec = dict(zookeeper_ids=(1,), broker_ids=(1,), kafka_heap_mb=1024,
                 kafka_settings={"log.segment.bytes": str(512 * 1024 * 1024)})
     with running_sandbox(spec) as sandbox, tempfile.TemporaryDirectory(prefix="bench-verify-") as tmp:
         bs = sandbox.bootstrap_servers()
-        topic = "bench-verify"
-        admin = AdminClient({"bootstrap.servers": bs})  # kept alive until its future completes
-        admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(60)
-        t0 = time.monotonic()
-        subprocess.run(sandbox.dist.tool_command("kafka-producer-perf-test", [
-            "--topic", topic, "--num-records", str(n), "--record-size", str(size), "--throughput", "-1",
-            "--producer-props", f"bootstrap.servers={bs}", "acks=1", "linger.ms=20", "batch.size=524288",
-            "buffer.memory=134217728"], jvm_opts=["-Xmx1g", "-Dlog4j.configuration=file:/dev/null"]),
-            check=True, stdout=subprocess.DEVNULL, timeout=3600)
-        print(f"# wrote {n} records of {size} bytes in {args.partitions} partitions in {time.monotonic() - t0:.0f} s "
-              f"(kafka-producer-perf-test, not part of the comparison)", flush=True)
+        topic, small_topic = "bench-verify", "bench-verify-small"
+        admin = AdminClient({"bootstrap.servers": bs})  # kept alive until its futures complete
+        for f in admin.create_topics([NewTopic(t, args.partitions, 1) for t in (topic, small_topic)]).values():
+            f.result(60)
+        for name, count in ((topic, n), (small_topic, small)):
+            t0 = time.monotonic()
+            subprocess.run(sandbox.dist.tool_command("kafka-producer-perf-test", [
+                "--topic", name, "--num-records", str(count), "--record-size", str(size), "--throughput", "-1",
+                "--producer-props", f"bootstrap.servers={bs}", "acks=1", "linger.ms=20", "batch.size=524288",
+                "buffer.memory=134217728"], jvm_opts=["-Xmx1g", "-Dlog4j.configuration=file:/dev/null"]),
+                check=True, stdout=subprocess.DEVNULL, timeout=3600)
+            print(f"# wrote {count} records of {size} bytes in {args.partitions} partitions of {name} in "
+                  f"{time.monotonic() - t0:.0f} s (kafka-producer-perf-test, not part of the comparison)", flush=True)
 
-        def console_consumer() -> dict:
+        def console_consumer(name: str, count: int) -> dict:
             t0 = time.monotonic()
             with open(os.devnull, "wb") as devnull:
                 r = subprocess.run(sandbox.dist.tool_command("kafka-console-consumer", [
-                    "--bootstrap-server", bs, "--topic", topic, "--from-beginning", "--max-messages", str(n),
+                    "--bootstrap-server", bs, "--topic", name, "--from-beginning", "--max-messages", str(count),
                     "--timeout-ms", "120000"], jvm_opts=["-Xmx1g", "-Dlog4j.configuration=file:/dev/null"]),
                     stdout=devnull, stderr=subprocess.PIPE, timeout=3600)
             assert r.returncode == 0, r.stderr[-500:]
-            return figures("kafka-console-consumer > /dev/null", time.monotonic() - t0, n, size)
+            row = figures(f"kafka-console-consumer > /dev/null, {count} records", time.monotonic() - t0, count, size)
+            results.append(row)
+            show(row)
+            return row
 
-        # The first run on a machine records the driver's class-data-sharing archive (about 30 s more,
-        # once); later runs map it. Each run is timed and named by what it did. The console consumer
-        # runs before each, so both see the same moments of a machine whose speed drifts (seen here:
-        # the same console run took 10 s and 18 s); the ratio is of the medians.
-        consumers, mapped = [], []
-        for i in range(args.command_runs + 1):
-            consumers.append(console_consumer())
-            results.append(consumers[-1])
-            show(consumers[-1])
-            off = i == 0  # first, for comparison, a run without the archive (KMIGRATE_SPARK_CDS=0)
+        def command(name: str, count: int, archive: bool) -> tuple[dict, bool]:
             # what the run will do: map an archive (one recorded earlier is adopted now) or record one
-            opts = [] if off else driver_class_data_options(SparkSettings(master="local[*]"), kafka_source_jars())
-            archived = bool(opts) and opts[0].startswith("-XX:SharedArchiveFile=")
+            opts = driver_class_data_options(SparkSettings(master="local[*]"), kafka_source_jars()) if archive else []
+            mapped = bool(opts) and opts[0].startswith("-XX:SharedArchiveFile=")
             t0 = time.monotonic()
             r = subprocess.run([sys.executable, "-m", "migrate", "verify", "snapshot", "--bootstrap-server", bs,
-                                "--topic", topic, "-o", os.path.join(tmp, "snap.json"), "--master", "local[*]",
+                                "--topic", name, "-o", os.path.join(tmp, "snap.json"), "--master", "local[*]",
                                 "--output", "json"], capture_output=True, text=True, cwd=REPO, timeout=3600,
-                               env={**os.environ, "KMIGRATE_SPARK_CDS": "0" if off else "1"})
+                               env={**os.environ, "KMIGRATE_SPARK_CDS": "1" if archive else "0"})
             assert r.returncode == 0, r.stderr[-1000:]
             seconds = time.monotonic() - t0
-            summary = json.loads(r.stdout)
-            assert summary["records"] == n, summary
-            how = "no class archive" if off else "class archive mapped" if archived else "class archive recorded"
-            command = figures(f"kmigrate verify snapshot (whole command, {how})", seconds, n, size)
-            results.append(command)
-            show(command)
-            if archived:
-                mapped.append(command)
+            assert json.loads(r.stdout)["records"] == count, r.stdout
+            how = "class archive mapped" if mapped else "class archive recorded" if archive else "no class archive"
+            row = figures(f"kmigrate verify snapshot, {count} records (whole command, {how})", seconds, count, size)
+            results.append(row)
+            show(row)
             time.sleep(6)  # a recording is adopted once untouched for 5 s
-        consumer = figures("kafka-console-consumer > /dev/null (median)", statistics.median(c["seconds"] for c in consumers), n, size)
-        command = figures("kmigrate verify snapshot (whole command, archive mapped, median)",
-                          statistics.median(c["seconds"] for c in mapped or [command]), n, size)
-        results += [consumer, command]
-        show(consumer)
-        show(command)
+            return row, mapped
 
-        seconds, records = job_time(bs, topic, "local[*]")
-        assert records == n
-        job = figures("verify Spark job alone (local[*])", seconds, n, size)
-        results.append(job)
-        show(job)
-        ratio = {"verify_command_vs_console_consumer": round(consumer["seconds"] / command["seconds"], 2),
-                 "verify_job_vs_console_consumer": round(consumer["seconds"] / job["seconds"], 2)}
-        print(f"# speed ratio (console-consumer time / verify time): whole command {ratio['verify_command_vs_console_consumer']}x, "
-              f"job alone {ratio['verify_job_vs_console_consumer']}x", flush=True)
+        # Rounds of every run one after the other, so that all see the same moments of a machine whose
+        # speed drifts (seen here: the same console run took 10 s and 18 s). Round 0 runs the command
+        # without the class archive, for comparison; the first run that may use it records it (about
+        # 30 s more, once per machine); later runs map it, and only those count.
+        times: dict[str, list[float]] = {k: [] for k in ("console", "command", "console_small", "command_small", "job")}
+        for i in range(args.command_runs + 1):
+            times["console"].append(console_consumer(topic, n)["seconds"])
+            row, mapped = command(topic, n, archive=i > 0)
+            if not mapped:
+                continue
+            times["command"].append(row["seconds"])
+            times["console_small"].append(console_consumer(small_topic, small)["seconds"])
+            times["command_small"].append(command(small_topic, small, archive=True)[0]["seconds"])
+            seconds, records = job_time(bs, topic, "local[*]")
+            assert records == n
+            times["job"].append(seconds)
+            results.append(figures(f"verify Spark job alone, {n} records (fresh JVM, Spark started)", seconds, n, size))
+            show(results[-1])
+        assert times["command"], "no run mapped the class archive: run with --command-runs 2 or more"
+        med = {k: statistics.median(v) for k, v in times.items()}
+
+        # Each tool's time as a fixed cost plus a time per record, from the two sizes.
+        def line(big: float, little: float) -> tuple[float, float]:
+            per_record = (big - little) / (n - small)
+            return big - per_record * n, per_record
+
+        console_fixed, console_per = line(med["console"], med["console_small"])
+        verify_fixed, verify_per = line(med["command"], med["command_small"])
+        summary_rows = [
+            figures(f"kafka-console-consumer, {n} records (median)", med["console"], n, size),
+            figures(f"kmigrate verify snapshot, {n} records (whole command, median)", med["command"], n, size),
+            figures(f"verify Spark job alone, {n} records (median)", med["job"], n, size),
+        ]
+        for per, name in ((console_per, "kafka-console-consumer"), (verify_per, "kmigrate verify snapshot")):
+            if per > 0:
+                summary_rows.append(figures(f"{name}, read rate ({small} to {n} records)", per * n, n, size))
+        results += summary_rows
+        print("# medians", flush=True)
+        for row in summary_rows:
+            show(row)
+        ratio = {"verify_command_vs_console_consumer": round(med["console"] / med["command"], 2),
+                 "verify_job_vs_console_consumer": round(med["console"] / med["job"], 2),
+                 "verify_read_rate_vs_console_consumer": round(console_per / verify_per, 2) if verify_per > 0 else None}
+        print(f"# speed ratio (console-consumer time / verify time) at {n} records: whole command "
+              f"{ratio['verify_command_vs_console_consumer']}x, job alone {ratio['verify_job_vs_console_consumer']}x; "
+              f"read rate from {small} to {n} records: {ratio['verify_read_rate_vs_console_consumer']}x", flush=True)
+        if verify_per > 0 and console_per > 0:
+            even = break_even(verify_fixed, console_fixed, verify_per, console_per)
+            print(f"# fixed costs: verify {verify_fixed:.1f} s, console consumer {console_fixed:.1f} s; "
+                  + (f"the whole command takes less time than the console consumer above about {even:,.0f} records"
+                     if even is not None else "verify reads no faster than the console consumer: it does not catch up"),
+                  flush=True)
+        else:
+            even = None
+            print(f"# the time per record is lost in the machine's noise between {small} and {n} records: "
+                  "run with more records (--records)", flush=True)
+        ratio["break_even_records"] = None if even is None else round(even)
 
         if args.scaling:
             for master in ("local[1]", "local[2]"):
