@@ -5,15 +5,16 @@
     python tests/bench/bench_verify.py --scaling                # also local[1] vs local[2], 1 vs 2 standalone workers
 
 Starts its own sandbox (1 ZooKeeper, 1 broker) on a free loopback prefix, writes N records and
-N/10 records to two topics with the stock ``kafka-producer-perf-test`` (not timed), then times, in
-rounds, one after the other:
+N/10 records to two topics with the stock ``kafka-producer-perf-test`` and waits for them to be on
+disk (``sync``; neither is timed), then times, in rounds, one after the other:
 
 * ``kafka-console-consumer --from-beginning --max-messages N > /dev/null`` (wall time of the tool,
   JVM start included), on each topic;
 * ``kmigrate verify snapshot --master local[*]`` as a subprocess (wall time of the command: Spark
   start, offset capture, the job, the file), on each topic. Round 0 runs it without the
   class-data-sharing archive, for comparison; the first run that may use the archive records it
-  (once per machine); later runs map it, and only those are counted;
+  (once per machine); later runs map it, and only the rounds of those are counted (the console
+  consumer's runs included);
 * the Spark job alone (``take_snapshot``) on N records, in a fresh process whose Spark session is
   already started: verify's read on a JVM that has not read before.
 
@@ -120,6 +121,11 @@ def main() -> None:
             print(f"# wrote {count} records of {size} bytes in {args.partitions} partitions of {name} in "
                   f"{time.monotonic() - t0:.0f} s (kafka-producer-perf-test, not part of the comparison)", flush=True)
 
+        # No timed read competes with the kernel writing those gigabytes to disk: wait until they are written.
+        t0 = time.monotonic()
+        os.sync()
+        print(f"# sync: {time.monotonic() - t0:.1f} s", flush=True)
+
         def console_consumer(name: str, count: int) -> dict:
             t0 = time.monotonic()
             with open(os.devnull, "wb") as devnull:
@@ -155,13 +161,14 @@ def main() -> None:
         # Rounds of every run one after the other, so that all see the same moments of a machine whose
         # speed drifts (seen here: the same console run took 10 s and 18 s). Round 0 runs the command
         # without the class archive, for comparison; the first run that may use it records it (about
-        # 30 s more, once per machine); later runs map it, and only those count.
+        # 30 s more, once per machine); later runs map it, and only the rounds of those count.
         times: dict[str, list[float]] = {k: [] for k in ("console", "command", "console_small", "command_small", "job")}
         for i in range(args.command_runs + 1):
-            times["console"].append(console_consumer(topic, n)["seconds"])
+            console_s = console_consumer(topic, n)["seconds"]
             row, mapped = command(topic, n, archive=i > 0)
             if not mapped:
                 continue
+            times["console"].append(console_s)
             times["command"].append(row["seconds"])
             times["console_small"].append(console_consumer(small_topic, small)["seconds"])
             times["command_small"].append(command(small_topic, small, archive=True)[0]["seconds"])
