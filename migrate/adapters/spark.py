@@ -291,29 +291,37 @@ def driver_log_config() -> Path:
 # (JDK 13+) of them, recorded by one run and mapped by the next, measured on 2 cores with 2,000,000
 # records: Spark start 8.0 s -> 5.4 s, start plus first job 28.5 s -> 21.8 s (with -Xms); the whole
 # ``verify snapshot`` 31.2 s -> 25.6 s. Recording costs about 30 s once (the run that records ends
-# later: the JVM writes the archive, about 180 MB, as it exits). The archive
-# belongs to one java and one pyspark install (its key hashes both); the JVM ignores one whose class
-# path no longer matches. A truncated archive crashes the JVM that maps it (SIGBUS), so a recorded
+# later: the JVM writes the archive, about 180 MB, as it exits). An archive belongs to one java and
+# pyspark install and one driver class path (its key hashes them: a local driver, with the Kafka source
+# on its class path, and a cluster's driver keep one each); the JVM ignores one whose class path no
+# longer matches. A truncated archive crashes the JVM that maps it (SIGBUS), so a recorded
 # archive is used only after a probe JVM has mapped it, and only then renamed to its final name.
 CDS_ENV = "KMIGRATE_SPARK_CDS"  # "0" turns it off
+_CDS_UNUSED_S = 7 * 24 * 3600  # an archive of this install no run has mapped for a week is deleted
 _CDS_QUIET = "-Xlog:cds=off,cds+dynamic=off"  # never a JVM warning on stdout (it would break --output json)
 
 
 def _cds_key(java: str, class_path: tuple[Path, ...] = ()) -> str:
+    """``<install>-<class path>``: the java and pyspark install (16 hex digits), then the driver's extra
+    class path (8 hex digits; a local driver has the Kafka source on it, a cluster's driver does not)."""
     import hashlib
 
     import pyspark
 
+    def digest(seed: str, files):
+        h = hashlib.sha256(seed.encode())
+        for f in files:
+            if f.exists():
+                st = f.stat()
+                h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+        return h
+
     # The JDK's files, not ``java -version``: preflight has just started one JVM for that already.
     home = Path(os.path.realpath(java)).parent.parent
-    files = [home / "lib" / "modules", home / "lib" / "server" / "libjvm.so",
-             *sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")), *class_path]
-    h = hashlib.sha256(f"{os.path.realpath(java)}\n{pyspark.__version__}\n".encode())
-    for f in files:
-        if f.exists():
-            st = f.stat()
-            h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:16]
+    install = digest(f"{os.path.realpath(java)}\n{pyspark.__version__}\n",
+                     [home / "lib" / "modules", home / "lib" / "server" / "libjvm.so",
+                      *sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))])
+    return f"{install.hexdigest()[:16]}-{digest('', class_path).hexdigest()[:8]}"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -341,10 +349,16 @@ def class_data_options(java: str, now_s: float | None = None, class_path: tuple[
         folder = cache_dir() / "spark" / "cds"
         folder.mkdir(parents=True, exist_ok=True)
         key = _cds_key(java, class_path)
+        install = key.split("-")[0]
         final = folder / f"{key}.jsa"
         now_s = time.time() if now_s is None else now_s
-        for old in folder.iterdir():  # archives of another java or pyspark
-            if not old.name.startswith(key) and now_s - old.stat().st_mtime > 60:
+        for old in folder.iterdir():
+            if old.name.startswith(key):
+                continue
+            age = now_s - old.stat().st_mtime
+            # another java or pyspark install: at once; this install's archive for another class path
+            # (a local driver and a cluster's keep one each): once no run has mapped it for a week
+            if age > (_CDS_UNUSED_S if old.name.startswith(install + "-") else 60):
                 old.unlink(missing_ok=True)
         if not final.exists():
             for dump in sorted(folder.glob(f"{key}.*.dump"), key=lambda f: f.stat().st_mtime, reverse=True):
@@ -358,6 +372,7 @@ def class_data_options(java: str, now_s: float | None = None, class_path: tuple[
                 else:
                     dump.unlink(missing_ok=True)
         if final.exists():
+            os.utime(final)  # mapped now: kept while it is in use
             return [f"-XX:SharedArchiveFile={final}", _CDS_QUIET]
         return [f"-XX:ArchiveClassesAtExit={folder / f'{key}.{os.getpid()}.dump'}", _CDS_QUIET]
     except (OSError, subprocess.SubprocessError, ValueError) as exc:

@@ -160,6 +160,38 @@ def test_class_data_sharing_records_then_adopts_an_archive_that_maps_and_drops_a
     assert class_data_options(java) == []
 
 
+def test_a_local_and_a_cluster_driver_keep_an_archive_each_and_another_install_s_goes(tmp_path, monkeypatch):
+    """A local driver (Kafka source on its class path) and a cluster's driver map different archives:
+    running one must not delete the other's (each switch of --master would record again, about 30 s)."""
+    from migrate.adapters.spark import _CDS_UNUSED_S, _cds_key, class_data_options
+    from migrate.servers import find_java
+
+    monkeypatch.setenv("KMIGRATE_CACHE", str(tmp_path))
+    monkeypatch.delenv("KMIGRATE_SPARK_CDS", raising=False)
+    java = find_java()
+    jar = tmp_path / "kafka-source.jar"
+    jar.write_bytes(b"PK")
+    folder = tmp_path / "spark" / "cds"
+    folder.mkdir(parents=True)
+    local, cluster = _cds_key(java, (jar,)), _cds_key(java)
+    assert local != cluster and local.split("-")[0] == cluster.split("-")[0]  # one install, two class paths
+    hour_ago = time.time() - 3600
+    for name in (f"{local}.jsa", f"{cluster}.jsa", "0123456789abcdef-00000000.jsa"):  # the last: another install
+        (folder / name).write_bytes(b"archive")
+        os.utime(folder / name, (hour_ago, hour_ago))
+    assert class_data_options(java, class_path=(jar,))[0] == f"-XX:SharedArchiveFile={folder / f'{local}.jsa'}"
+    assert (folder / f"{cluster}.jsa").exists()
+    assert not (folder / "0123456789abcdef-00000000.jsa").exists()
+    assert (folder / f"{local}.jsa").stat().st_mtime > hour_ago + 60  # mapped: marked as in use
+    assert class_data_options(java)[0] == f"-XX:SharedArchiveFile={folder / f'{cluster}.jsa'}"
+    assert (folder / f"{local}.jsa").exists()
+    # an archive of this install that no run has mapped for longer than a week goes
+    long_ago = time.time() - _CDS_UNUSED_S - 60
+    os.utime(folder / f"{cluster}.jsa", (long_ago, long_ago))
+    class_data_options(java, class_path=(jar,))
+    assert not (folder / f"{cluster}.jsa").exists() and (folder / f"{local}.jsa").exists()
+
+
 def test_session_conf_sizes_a_local_driver_heap_at_once_and_adds_the_java_options(tmp_path):
     jars = KafkaSourceJars("4.2.0", "2.13", (tmp_path / "a.jar",), exact=False)
     local = session_conf(SparkSettings(conf={"spark.driver.memory": "2g"}), jars, ["-XX:SharedArchiveFile=/c/k.jsa"])
