@@ -38,7 +38,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping
 
 from migrate.adapters.kafka import TRUSTED_PRODUCER
-from migrate.clientconfig import ClientSettings
+from migrate.core.clientconfig import ClientSettings
 from migrate.errors import BadInput, StepFailed
 
 SCHEMA = "kmigrate.bookkeeping/1"

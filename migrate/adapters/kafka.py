@@ -9,7 +9,7 @@ import logging
 
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from migrate.clientconfig import ClientSettings
+from migrate.core.clientconfig import ClientSettings
 from migrate.errors import BadInput
 
 log = logging.getLogger("kmigrate.kafka")
@@ -70,8 +70,8 @@ def live_broker_ids(admin: AdminClient, timeout_s: float = 10.0) -> list[int]:
 import tenacity  # noqa: E402
 
 from migrate.errors import StepFailed  # noqa: E402
-from migrate.model import Broker, Partition, Topic  # noqa: E402
-from migrate.reassignment import InFlight  # noqa: E402
+from migrate.core.model import Broker, Partition, Topic  # noqa: E402
+from migrate.core.reassignment import InFlight  # noqa: E402
 
 
 def transient_error(exc: BaseException) -> bool:
@@ -173,7 +173,7 @@ class ReassignmentAdmin:
 
     @ADMIN_RETRY
     def brokers(self) -> list:
-        """Live brokers as :class:`migrate.model.Broker` (id, host, port, rack), sorted by id."""
+        """Live brokers as :class:`migrate.core.model.Broker` (id, host, port, rack), sorted by id."""
         desc = self.admin.describe_cluster(request_timeout=self.timeout_s).result(timeout=self.timeout_s)
         return sorted((Broker(n.id, n.host, n.port, n.rack or None) for n in desc.nodes), key=lambda b: b.id)
 

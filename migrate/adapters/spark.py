@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from migrate.errors import BadInput, MissingTool, StepFailed
-from migrate.servers import cache_dir, fetch_maven_project, find_java
+from migrate.adapters.jars import cache_dir, fetch_maven_project, find_java
 
 log = logging.getLogger("kmigrate.spark")
 

@@ -32,7 +32,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixe
 
 from migrate.adapters import fourletter
 from migrate.errors import BadInput
-from migrate.zkconfig import ConfigError, DynamicConfig, Reconfig, parse_config, split_host_port
+from migrate.core.zookeeper import ConfigError, DynamicConfig, Reconfig, parse_config, split_host_port
 
 log = logging.getLogger("kmigrate.zookeeper")
 # kazoo reports every dropped connection (expected while servers leave); keep it off the terminal

@@ -11,8 +11,8 @@ import typer
 from rich.live import Live
 from rich.table import Table
 
-from migrate.canary import CanaryReport
-from migrate.clientconfig import client_settings
+from migrate.core.canary import CanaryReport
+from migrate.core.clientconfig import client_settings
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
 from migrate.errors import BadInput, EXIT_FAILURE
 from migrate.runner.canary import DEFAULT_TOPIC, Canary

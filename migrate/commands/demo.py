@@ -12,9 +12,9 @@ from rich.table import Table
 
 from migrate.commands.canary import report_table
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
-from migrate.demo import Demo
+from migrate.sandbox.demo import Demo
 from migrate.errors import EXIT_FAILURE
-from migrate.playbook import format_bytes
+from migrate.core.playbook import format_bytes
 
 
 def demo(

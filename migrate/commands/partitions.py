@@ -18,10 +18,10 @@ import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
-from migrate.clientconfig import client_settings
+from migrate.core.clientconfig import client_settings
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
 from migrate.errors import BadInput
-from migrate.reassignment import (
+from migrate.core.reassignment import (
     DEFAULT_MAX_MOVES_PER_BROKER,
     Caps,
     compile_topic_filter,
@@ -41,7 +41,7 @@ BOOKKEEPING_OPTION = typer.Option(None, "--bookkeeping-topic", help=f"Topic reco
 
 
 def _throttle(text: str) -> int:
-    from migrate.playbook import parse_throttle
+    from migrate.core.playbook import parse_throttle
 
     try:
         return parse_throttle(text)
@@ -52,11 +52,11 @@ def _throttle(text: str) -> int:
 def _load_inputs(playbook: Optional[Path], plan: Optional[Path]):
     pb = pl = None
     if playbook is not None:
-        from migrate.playbook import load_playbook
+        from migrate.core.playbook import load_playbook
 
         pb = load_playbook(playbook)
     if plan is not None:
-        from migrate.plan import plan_from_json
+        from migrate.core.plan import plan_from_json
 
         try:
             text = Path(plan).read_text(encoding="utf-8")
@@ -141,7 +141,7 @@ def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, 
 
 
 def _bytes(n: float | int | None) -> str:
-    from migrate.playbook import format_bytes
+    from migrate.core.playbook import format_bytes
 
     return format_bytes(int(n or 0))
 

@@ -8,12 +8,12 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from migrate.clientconfig import ClientSettings, client_settings, translate
+from migrate.core.clientconfig import ClientSettings, client_settings, translate
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.errors import EXIT_FAILURE, BadInput
-from migrate.model import ClusterSnapshot, ZkEnsemble, snapshot_from_json, snapshot_to_dict, snapshot_to_json
-from migrate.plan import Plan, plan_to_dict, plan_to_json
-from migrate.playbook import Playbook, format_bytes, format_rate, load_playbook
+from migrate.core.model import ClusterSnapshot, ZkEnsemble, snapshot_from_json, snapshot_to_dict, snapshot_to_json
+from migrate.core.plan import Plan, plan_to_dict, plan_to_json
+from migrate.core.playbook import Playbook, format_bytes, format_rate, load_playbook
 
 PLAYBOOK_OPTION = typer.Option(None, "--playbook", "-p", help="Migration playbook (YAML); copy one from playbooks/.")
 BOOTSTRAP_OPTION = typer.Option(None, "--bootstrap-server", help="Kafka bootstrap servers (default: the playbook's).")
@@ -46,7 +46,7 @@ def _auth(text: str | None) -> list[tuple[str, str]] | None:
 def read_snapshot(settings: ClientSettings, zookeeper: str | None, zk_auth: str | None, sizes: bool = True) -> ClusterSnapshot:
     if not zookeeper:
         raise BadInput("no ZooKeeper connect string: give --zookeeper host:port[,...][/chroot] or a playbook")
-    from migrate.adapters.inspector import inspect_cluster
+    from migrate.runner.inspect import inspect_cluster
 
     with console.status("inspecting the cluster") as status:
         return inspect_cluster(settings, zookeeper, _auth(zk_auth), sizes=sizes, progress=status.update)
@@ -116,8 +116,8 @@ def plan(
     Exit 0: no blocking finding; 1: the audit found errors that stop the migration (the plan is still written);
     2: bad input (nothing written).
     """
-    from migrate.planner import build_plan, plan_from_reassignment_json
-    from migrate.plan import reassignment_json as to_reassignment_json
+    from migrate.core.planner import build_plan, plan_from_reassignment_json
+    from migrate.core.plan import reassignment_json as to_reassignment_json
 
     if playbook is None and from_reassignment_json is None:
         raise BadInput("kmigrate plan needs --playbook FILE (copy one from playbooks/), or --from-reassignment-json FILE")
@@ -230,7 +230,7 @@ def topics_create(
 ) -> None:
     """Create a topic with explicit round-robin assignments across availability and fault domains."""
     from migrate.adapters.kafka import ReassignmentAdmin
-    from migrate.placement import assign_new_topic
+    from migrate.core.placement import assign_new_topic
 
     configs = {}
     for item in config:

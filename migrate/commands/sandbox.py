@@ -89,7 +89,7 @@ def _print_status(sandbox: Sandbox) -> None:
 def fetch(output: OutputFormat = OUTPUT_OPTION) -> None:
     """Fetch the Kafka and ZooKeeper jars and Spark's Kafka source from Maven Central into the cache (once)."""
     from migrate.adapters.spark import kafka_source_jars
-    from migrate.servers import ensure_distribution
+    from migrate.adapters.jars import ensure_distribution
 
     dist = ensure_distribution()
     spark = kafka_source_jars()

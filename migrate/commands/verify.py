@@ -23,11 +23,11 @@ import typer
 from rich.table import Table
 
 from migrate.adapters.spark import SparkSettings, parse_spark_conf, preflight, spark_session
-from migrate.clientconfig import client_settings
+from migrate.core.clientconfig import client_settings
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console
 from migrate.errors import EXIT_FAILURE, BadInput
-from migrate.verify.compare import Report, compare_same
-from migrate.verify.snapshot import Snapshot, read_snapshot
+from migrate.core.compare import Report, compare_same
+from migrate.core.snapshot import Snapshot, read_snapshot
 
 app = typer.Typer(
     help="Prove that no record was lost or changed: record counts and checksums per partition, computed by Spark.",
@@ -76,7 +76,7 @@ def _progress(output: OutputFormat):
 
 
 def _side(bootstrap: str, command_config: Optional[Path], timeout_ms: int):
-    from migrate.verify.offsets import KafkaSide
+    from migrate.adapters.offsets import KafkaSide
 
     if timeout_ms <= 0:
         raise BadInput(f"--timeout-ms {timeout_ms}: give a positive number of milliseconds")
@@ -129,7 +129,7 @@ def verify(
     if not source_bootstrap or not target_bootstrap:
         raise BadInput("give both --source-bootstrap and --target-bootstrap to compare two clusters, "
                        "or use `kmigrate verify snapshot` / `kmigrate verify compare` on one cluster")
-    from migrate.verify.run import Scope, verify_clusters
+    from migrate.runner.verify import Scope, verify_clusters
 
     settings = _spark(master, spark_conf, jars, "kmigrate-verify-clusters")
     scope = Scope(_topics(topic), include)
@@ -159,7 +159,7 @@ def snapshot(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Record counts and checksums of every partition (before a migration), into a JSON file."""
-    from migrate.verify.run import Scope, take_snapshot
+    from migrate.runner.verify import Scope, take_snapshot
 
     _check_writable(output_file)
     reference = read_snapshot(like) if like else None
@@ -212,7 +212,7 @@ def compare(
             raise BadInput("--against compares two files: leave out --bootstrap-server and -o")
         report = compare_same(earlier, read_snapshot(against), fail_on_tail)
     else:
-        from migrate.verify.run import compare_with_cluster
+        from migrate.runner.verify import compare_with_cluster
 
         if save is not None:
             _check_writable(save)

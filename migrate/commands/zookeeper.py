@@ -15,7 +15,7 @@ import typer
 
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.errors import BadInput
-from migrate.zkconfig import ConfigError, Server, parse_server_spec
+from migrate.core.zookeeper import ConfigError, Server, parse_server_spec
 
 app = typer.Typer(
     help="Swap the ZooKeeper voters with dynamic reconfiguration: joiners follow as observers, one guarded "
@@ -37,7 +37,7 @@ ZK_AUTH_OPTION = typer.Option(None, "--zk-auth", help="user:password for ZooKeep
 def _playbook(path: Optional[Path]):
     if path is None:
         return None
-    from migrate.playbook import load_playbook
+    from migrate.core.playbook import load_playbook
 
     return load_playbook(path)
 

@@ -1,6 +1,6 @@
 """The canary's clients: an idempotent acks=all producer and a consumer, on threads, feeding the ledger.
 
-``Canary(settings).start()`` ... ``.stop()`` -> :class:`migrate.canary.CanaryReport`.
+``Canary(settings).start()`` ... ``.stop()`` -> :class:`migrate.core.canary.CanaryReport`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import uuid
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from migrate.canary import CanaryLedger, CanaryReport, decode, encode, leader_spread_assignment
+from migrate.core.canary import CanaryLedger, CanaryReport, decode, encode, leader_spread_assignment
 from migrate.adapters.kafka import TRUSTED_PRODUCER
-from migrate.clientconfig import ClientSettings
+from migrate.core.clientconfig import ClientSettings
 from migrate.errors import BadInput, StepFailed
 
 log = logging.getLogger("kmigrate.canary")

@@ -1,14 +1,14 @@
 """Sequencer of ``kmigrate partitions``: move every topic to the new brokers, throttled, resumably.
 
 The procedure, with what kmigrate adds (every decision is a pure function of
-:mod:`migrate.reassignment`; this module only observes, asks, and acts):
+:mod:`migrate.core.reassignment`; this module only observes, asks, and acts):
 
 1. the old -> new mapping is given (``--mapping``, a playbook or a plan);
 2. every new broker is alive (else :class:`BadInput` naming it, unless ``--force``);
 3. the bookkeeping topic is read from the beginning if it exists (a record kmigrate did not write:
    :class:`BadInput`); records of another plan id are reported, not trusted;
 4. every topic but the bookkeeping topic is listed and filtered (``--topics`` / ``--exclude``);
-   those not recorded by this plan are planned (:func:`migrate.reassignment.plan_targets`);
+   those not recorded by this plan are planned (:func:`migrate.core.reassignment.plan_targets`);
 5. pre-checks before any change: no offline or under-replicated partition (unless ``--force``);
 6. the bookkeeping topic is created if missing (replicas on new brokers only); throttles that an
    earlier run left behind are removed (only what kmigrate set, from its records);
@@ -42,10 +42,10 @@ from typing import Any, Callable, Iterable, Mapping
 
 from migrate.adapters.bookkeeping import BookkeepingTopic, Ledger, Record, make_record
 from migrate.adapters.kafka import ReassignmentAdmin, transient_error
-from migrate.clientconfig import ClientSettings
+from migrate.core.clientconfig import ClientSettings
 from migrate.errors import BadInput, StepFailed
-from migrate.model import Partition, Topic
-from migrate.reassignment import (
+from migrate.core.model import Partition, Topic
+from migrate.core.reassignment import (
     BROKER_THROTTLE_CONFIGS,
     MAX_THROTTLE_CONFIG_CHARS,
     SMALL_MOVE_SECONDS,

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable
 
 from migrate.adapters import zookeeper as zka
 from migrate.errors import BadInput, StepFailed
-from migrate.zkconfig import (
+from migrate.core.zookeeper import (
     BrokerConnect,
     Change,
     ConfigError,
@@ -374,7 +374,7 @@ class ZooKeeperChange:
                        result: ZooKeeperResult) -> str:
         """Refuse when a broker would be left pointing only at removed servers; returns the brokers' chroot."""
         from migrate.adapters import kafka as kafka_adapter
-        from migrate.clientconfig import client_settings
+        from migrate.core.clientconfig import client_settings
 
         req = self.req
         registered = zk.registered_brokers(self.chroot)
@@ -737,7 +737,7 @@ class ZooKeeperChange:
 
 
 def _apply_preview(current: DynamicConfig, rc: Reconfig) -> DynamicConfig:
-    from migrate.zkconfig import apply
+    from migrate.core.zookeeper import apply
 
     return apply(current, rc)
 

@@ -26,7 +26,7 @@ import javaproperties
 from migrate.adapters import fourletter
 from migrate.errors import BadInput, StepFailed
 from migrate.sandbox.layout import BrokerNode, SandboxSpec, ZkNode, log4j_properties, server_properties, zoo_cfg
-from migrate.servers import KAFKA_MAIN, ZOOKEEPER_MAIN, Distribution, cache_dir, ensure_distribution
+from migrate.adapters.jars import KAFKA_MAIN, ZOOKEEPER_MAIN, Distribution, cache_dir, ensure_distribution
 
 STATE_FILE = "state.json"
 _QUIET = logging.getLogger("kmigrate.sandbox.librdkafka")  # librdkafka's connection noise while nodes start

@@ -29,10 +29,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
-from migrate.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble, ZkServer  # noqa: E402
-from migrate.plan import plan_to_json  # noqa: E402
-from migrate.planner import build_plan  # noqa: E402
-from migrate.playbook import parse_playbook  # noqa: E402
+from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble, ZkServer  # noqa: E402
+from migrate.core.plan import plan_to_json  # noqa: E402
+from migrate.core.planner import build_plan  # noqa: E402
+from migrate.core.playbook import parse_playbook  # noqa: E402
 
 PARTITIONS_PER_TOPIC = 100
 NEW_ID_BASE = 100000

@@ -16,9 +16,9 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 from kazoo.client import KazooClient
 
 from migrate.adapters.bookkeeping import BookkeepingTopic
-from migrate.clientconfig import client_settings
-from migrate.demo import Demo
-from migrate.model import parse_zookeeper_config
+from migrate.core.clientconfig import client_settings
+from migrate.sandbox.demo import Demo
+from migrate.core.model import parse_zookeeper_config
 from migrate.sandbox.testing import free_ip_prefix
 
 # The module fixture runs the whole migration (10-20 min on two cores): more than the default per-test timeout.

@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from migrate.model import parse_rack, snapshot_from_json
-from migrate.plan import plan_from_json
+from migrate.core.model import parse_rack, snapshot_from_json
+from migrate.core.plan import plan_from_json
 
 pytestmark = pytest.mark.integration
 

@@ -20,9 +20,9 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from migrate.adapters.spark import SparkSettings, spark_session
 from migrate.cli import main
-from migrate.clientconfig import client_settings
+from migrate.core.clientconfig import client_settings
 from migrate.sandbox.testing import unique_topic
-from migrate.verify.offsets import KafkaSide
+from migrate.adapters.offsets import KafkaSide
 
 pytestmark = pytest.mark.integration
 
@@ -390,8 +390,8 @@ GOLDEN_DIGESTS = {
 
 
 def test_record_digests_are_those_earlier_versions_wrote(cluster, spark, bs):
-    from migrate.verify.job import ReadRange, digest_ranges
-    from migrate.verify.snapshot import FORMAT_VERSION
+    from migrate.adapters.spark_job import ReadRange, digest_ranges
+    from migrate.core.snapshot import FORMAT_VERSION
 
     topic = unique_topic("golden")
     create(bs, topic, 1, {"retention.ms": "-1"}, rf=1)  # the 2023 timestamps below are past any time retention

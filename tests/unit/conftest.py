@@ -8,9 +8,9 @@ from typing import Iterable, Mapping
 
 import pytest
 
-from migrate.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble, ZkServer
-from migrate.placement import round_robin
-from migrate.playbook import parse_playbook
+from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble, ZkServer
+from migrate.core.placement import round_robin
+from migrate.core.playbook import parse_playbook
 
 REPO = Path(__file__).resolve().parents[2]
 

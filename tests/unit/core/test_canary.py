@@ -1,4 +1,4 @@
-from migrate.canary import CanaryLedger, decode, encode, leader_spread_assignment, percentile
+from migrate.core.canary import CanaryLedger, decode, encode, leader_spread_assignment, percentile
 
 
 def test_lost_duplicated_and_out_of_order_are_counted():

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from migrate.errors import BadInput
-from migrate.verify.compare import compare_cross, compare_same, prefix_requests
-from migrate.verify.run import plan_ranges
-from migrate.verify.snapshot import Digest, PartitionSnapshot, Snapshot, Tail
+from migrate.core.compare import compare_cross, compare_same, prefix_requests
+from migrate.runner.verify import plan_ranges
+from migrate.core.snapshot import Digest, PartitionSnapshot, Snapshot, Tail
 
 
 def part(topic="t", p=0, records=10, h=(1, 2), start=0, end=None, read_to=None, tail=0, compacted=False):

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from migrate.adapters.bookkeeping import SCHEMA, Ledger, decode, encode, make_record
 from migrate.errors import BadInput
-from migrate.model import Broker, Partition, Topic
-from migrate.reassignment import (
+from migrate.core.model import Broker, Partition, Topic
+from migrate.core.reassignment import (
     MAX_THROTTLE_CONFIG_CHARS,
     Caps,
     Decision,
@@ -298,7 +298,7 @@ def test_the_bookkeeping_writer_keeps_one_request_in_flight_whatever_the_client_
     # With several requests in flight, librdkafka counted records of failed requests to a just-created
     # topic as "implicitly acked" by a later success: a write-ahead record acknowledged and not in the log.
     from migrate.adapters.bookkeeping import BookkeepingTopic
-    from migrate.clientconfig import ClientSettings
+    from migrate.core.clientconfig import ClientSettings
 
     user = ClientSettings("b:9092", {"max.in.flight.requests.per.connection": "5", "acks": "1",
                                      "security.protocol": "SASL_SSL"})

@@ -3,7 +3,7 @@
 The runner (``migrate.runner.partitions``) observes the cluster, asks the functions here what to
 do, and does it. Everything here is a function over frozen values:
 
-* **targets** - :func:`plan_targets` asks the planner (:mod:`migrate.planner`), which replaces
+* **targets** - :func:`plan_targets` asks the planner (:mod:`migrate.core.planner`), which replaces
   each old broker id by its new id (the procedure's rule), keeps an id without mapping (and
   says so), repairs lists the mapping would break and balances preferred leaders;
 * **throttles** - :func:`throttle_entries` gives the ``partition:broker`` entries of
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
 from migrate.errors import BadInput
-from migrate.model import Broker, ClusterSnapshot, Topic, ZkEnsemble
+from migrate.core.model import Broker, ClusterSnapshot, Topic, ZkEnsemble
 
 MAX_THROTTLE_CONFIG_CHARS = 50_000
 """Longest ``*.replication.throttled.replicas`` value kmigrate writes for one topic.
@@ -135,21 +135,21 @@ def select_topics(topics: Iterable[str], include: re.Pattern[str] | None, exclud
 def plan_targets(topics: Sequence[Topic], brokers: Sequence[Broker], mapping: Mapping[int, int],
                  keep: Iterable[int] = ()) -> tuple[dict[tuple[str, int], tuple[int, ...]], list[str]]:
     """Target replicas of every partition of ``topics`` that must move, by the planner's rule
-    (:func:`migrate.planner.build_plan`: each old id replaced in place by its new id, an id
+    (:func:`migrate.core.planner.build_plan`: each old id replaced in place by its new id, an id
     without mapping kept with a warning, invalid lists repaired across racks, preferred leaders
     balanced), and the planner's warnings. Partitions already on target are absent.
 
     ``topics`` carry the replicas to plan from: for a partition in flight, pass the replicas it
     came from (:attr:`InFlight.original`). ``brokers`` need ``id`` and ``rack``.
 
-    >>> from migrate.model import Broker, Partition, Topic
+    >>> from migrate.core.model import Broker, Partition, Topic
     >>> t = Topic("t", partitions=(Partition(0, (1, 2), (1, 2), 1),))
     >>> bs = [Broker(i, "h", 9092, f"AD-{(i - 1) % 3 + 1}/FD-1") for i in (1, 2, 4, 5)]
     >>> sorted(plan_targets([t], bs, {1: 4, 2: 5})[0][("t", 0)])
     [4, 5]
     """
-    from migrate.planner import build_plan
-    from migrate.playbook import BrokerSettings, KafkaSettings, Playbook, ZooKeeperSettings
+    from migrate.core.planner import build_plan
+    from migrate.core.playbook import BrokerSettings, KafkaSettings, Playbook, ZooKeeperSettings
 
     if not topics:
         return {}, []

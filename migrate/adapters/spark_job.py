@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 
 from migrate.adapters.spark import collect
-from migrate.verify.snapshot import Digest, Tail
+from migrate.core.snapshot import Digest, Tail
 
 
 @dataclass(frozen=True)

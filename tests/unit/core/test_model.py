@@ -7,7 +7,7 @@ import json
 import pytest
 
 from migrate.errors import BadInput
-from migrate.model import (
+from migrate.core.model import (
     FORMAT_VERSION,
     ClusterSnapshot,
     Partition,

@@ -135,7 +135,7 @@ def ensure_distribution(kafka_version: str = KAFKA_VERSION, zookeeper_version: s
     """The jars of Kafka ``kafka_version`` (with its stock tools) and ZooKeeper ``zookeeper_version``."""
     name = f"servers/kafka-{kafka_version}_zookeeper-{zookeeper_version}"
     lib = fetch_maven_project(
-        Path(__file__).with_name("pom.xml"),
+        Path(__file__).with_name("servers_pom.xml"),
         name,
         {"kafka.version": kafka_version, "zookeeper.version": zookeeper_version},
     )

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from migrate.errors import BadInput
-from migrate.verify.compare import Report, compare_cross, compare_same, prefix_requests
-from migrate.verify.job import ReadRange, digest_first_records, digest_ranges
-from migrate.verify.offsets import KafkaSide
-from migrate.verify.snapshot import ISOLATION_LEVELS, PartitionSnapshot, Snapshot, select_topics
+from migrate.core.compare import Report, compare_cross, compare_same, prefix_requests
+from migrate.adapters.spark_job import ReadRange, digest_first_records, digest_ranges
+from migrate.adapters.offsets import KafkaSide
+from migrate.core.snapshot import ISOLATION_LEVELS, PartitionSnapshot, Snapshot, select_topics
 
 Progress = Callable[[str], None]
 

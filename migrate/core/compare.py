@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from migrate.errors import BadInput
-from migrate.verify.snapshot import Digest, PartitionSnapshot, Snapshot
+from migrate.core.snapshot import Digest, PartitionSnapshot, Snapshot
 
 SAME = "same-cluster"
 CROSS = "cross-cluster"

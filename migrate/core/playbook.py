@@ -1,6 +1,6 @@
 """The migration playbook: a YAML file the operator writes (copy one from ``playbooks/``).
 
-Parsing is validated with the JSON Schema in ``migrate/schemas/playbook.schema.json``
+Parsing is validated with the JSON Schema in ``migrate/core/schemas/playbook.schema.json``
 (Draft 2020-12, unknown fields refused). Every problem becomes one :class:`BadInput` line
 that names the file and the field path, e.g.::
 
@@ -26,7 +26,7 @@ import jsonschema
 import yaml
 
 from migrate.errors import BadInput
-from migrate.model import DEFAULT_RACK_SEPARATOR, ZkServer, parse_connect
+from migrate.core.model import DEFAULT_RACK_SEPARATOR, ZkServer, parse_connect
 
 DEFAULT_THROTTLE_BYTES_PER_S = 50_000_000
 MIN_THROTTLE_BYTES_PER_S = 1_000_000
@@ -212,7 +212,7 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 @lru_cache(maxsize=1)
 def playbook_schema() -> dict[str, Any]:
     """The playbook JSON Schema (Draft 2020-12)."""
-    text = resources.files("migrate").joinpath("schemas/playbook.schema.json").read_text(encoding="utf-8")
+    text = resources.files("migrate.core").joinpath("schemas/playbook.schema.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 

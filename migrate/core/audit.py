@@ -1,6 +1,6 @@
 """Pre-flight audit: pure checks over a snapshot, a playbook and the planned figures.
 
-Each check returns :class:`~migrate.plan.Finding` objects: a severity (``error`` stops the
+Each check returns :class:`~migrate.core.plan.Finding` objects: a severity (``error`` stops the
 migration unless it is ``forceable`` and the operator passes ``--force``; ``warning``; ``info``
 for figures), a stable rule code, the subject, a one-line message and, for errors, which
 command it blocks (``all``, ``zookeeper`` or ``partitions``; the runner re-audits before each).
@@ -48,9 +48,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
-from migrate.model import ClusterSnapshot, parse_connect, parse_rack, version_tuple
-from migrate.plan import BrokerTotal, Finding, ZkPlan
-from migrate.playbook import Playbook, format_bytes, format_rate
+from migrate.core.model import ClusterSnapshot, parse_connect, parse_rack, version_tuple
+from migrate.core.plan import BrokerTotal, Finding, ZkPlan
+from migrate.core.playbook import Playbook, format_bytes, format_rate
 
 MIN_ZOOKEEPER_VERSION = (3, 5, 0)
 _MAX_LISTED = 8

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from migrate.audit import (
+from migrate.core.audit import (
     audit_durability,
     audit_mapping,
     audit_size,
@@ -15,9 +15,9 @@ from migrate.audit import (
     format_duration,
     tolerance,
 )
-from migrate.model import Broker, ClusterSnapshot, ZkServer
-from migrate.plan import BrokerTotal, Finding
-from migrate.planner import build_plan, plan_zookeeper
+from migrate.core.model import Broker, ClusterSnapshot, ZkServer
+from migrate.core.plan import BrokerTotal, Finding
+from migrate.core.planner import build_plan, plan_zookeeper
 
 
 def codes(findings):
@@ -261,7 +261,7 @@ def test_blocking_and_helpers():
 
 
 def test_every_rule_code_is_documented():
-    import migrate.audit as audit_module
+    import migrate.core.audit as audit_module
 
     doc = audit_module.__doc__
     for code in [

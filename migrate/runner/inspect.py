@@ -1,4 +1,4 @@
-"""Read a live cluster into a :class:`migrate.model.ClusterSnapshot` (what ``kmigrate inspect`` saves).
+"""Read a live cluster into a :class:`migrate.core.model.ClusterSnapshot` (what ``kmigrate inspect`` saves).
 
 Reads, each with a timeout: the committed ZooKeeper config and its version, each server's version
 and mode (``srvr``), whether reconfig is enabled (a guarded reconfig that cannot apply), brokers
@@ -14,8 +14,8 @@ from typing import Callable
 
 from migrate.adapters.kafka import ReassignmentAdmin, broker_static_configs
 from migrate.adapters.zookeeper import ZooKeeper, server_state, split_connect
-from migrate.clientconfig import ClientSettings
-from migrate.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble, parse_zookeeper_config
+from migrate.core.clientconfig import ClientSettings
+from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble, parse_zookeeper_config
 
 log = logging.getLogger("kmigrate.inspect")
 

@@ -7,8 +7,8 @@ import textwrap
 import pytest
 
 from migrate.errors import BadInput
-from migrate.model import ZkServer
-from migrate.playbook import NewBroker, load_playbook, parse_playbook, parse_throttle
+from migrate.core.model import ZkServer
+from migrate.core.playbook import NewBroker, load_playbook, parse_playbook, parse_throttle
 
 BASE = """
 kafka: {bootstrap_servers: "h:9092"}

@@ -15,7 +15,7 @@ from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import ConfigResource, OffsetSpec
 
 from migrate.adapters.kafka import admin_client
-from migrate.clientconfig import ClientSettings
+from migrate.core.clientconfig import ClientSettings
 from migrate.errors import BadInput
 
 

@@ -59,7 +59,7 @@ def test_session_conf_puts_kafka_jars_first_and_user_conf_wins(tmp_path):
 
 def _kmigrate(args, env=None, timeout=120):
     return subprocess.run([sys.executable, "-m", "migrate", *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})}, cwd=Path(__file__).resolve().parents[2])
+                          env={**os.environ, **(env or {})}, cwd=Path(__file__).resolve().parents[3])
 
 
 def _fake_java(tmp_path: Path, version: str) -> Path:
@@ -127,7 +127,7 @@ def _record_archive(java: str, path: Path) -> None:
 
 def test_class_data_sharing_records_then_adopts_an_archive_that_maps_and_drops_a_truncated_one(tmp_path, monkeypatch):
     from migrate.adapters.spark import _cds_key, class_data_options
-    from migrate.servers import find_java
+    from migrate.adapters.jars import find_java
 
     monkeypatch.setenv("KMIGRATE_CACHE", str(tmp_path))
     monkeypatch.delenv("KMIGRATE_SPARK_CDS", raising=False)
@@ -164,7 +164,7 @@ def test_a_local_and_a_cluster_driver_keep_an_archive_each_and_another_install_s
     """A local driver (Kafka source on its class path) and a cluster's driver map different archives:
     running one must not delete the other's (each switch of --master would record again, about 30 s)."""
     from migrate.adapters.spark import _CDS_UNUSED_S, _cds_key, class_data_options
-    from migrate.servers import find_java
+    from migrate.adapters.jars import find_java
 
     monkeypatch.setenv("KMIGRATE_CACHE", str(tmp_path))
     monkeypatch.delenv("KMIGRATE_SPARK_CDS", raising=False)
@@ -211,7 +211,7 @@ def test_a_local_driver_has_the_kafka_source_on_its_class_path(tmp_path):
     assert "spark.driver.extraClassPath" not in remote and remote["spark.jars"] == local["spark.jars"]
     # the archive of a driver with those jars is another archive (the JVM maps one only for its class path)
     from migrate.adapters.spark import _cds_key
-    from migrate.servers import find_java
+    from migrate.adapters.jars import find_java
 
     (tmp_path / "a.jar").write_bytes(b"PK")
     assert _cds_key(find_java(), (tmp_path / "a.jar",)) != _cds_key(find_java())

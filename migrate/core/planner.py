@@ -1,4 +1,4 @@
-"""The migration planner: snapshot + playbook -> :class:`~migrate.plan.Plan`. Pure.
+"""The migration planner: snapshot + playbook -> :class:`~migrate.core.plan.Plan`. Pure.
 
 Broker replacement (the procedure):
 
@@ -34,11 +34,11 @@ from itertools import chain
 from operator import attrgetter
 from typing import Any, Iterable, Mapping, Sequence
 
-from migrate.audit import audit_durability, audit_mapping, audit_size, audit_zookeeper, sort_findings
+from migrate.core.audit import audit_durability, audit_mapping, audit_size, audit_zookeeper, sort_findings
 from migrate.errors import BadInput
-from migrate.model import ClusterSnapshot, ZkServer, format_connect, parse_connect
-from migrate.placement import DomainRules, Domains, domain_order
-from migrate.plan import (
+from migrate.core.model import ClusterSnapshot, ZkServer, format_connect, parse_connect
+from migrate.core.placement import DomainRules, Domains, domain_order
+from migrate.core.plan import (
     BrokerTotal,
     MoveList,
     Finding,
@@ -50,7 +50,7 @@ from migrate.plan import (
     compute_plan_id,
     reassignment_json,
 )
-from migrate.playbook import DEFAULT_THROTTLE_BYTES_PER_S, Playbook
+from migrate.core.playbook import DEFAULT_THROTTLE_BYTES_PER_S, Playbook
 
 __all__ = [
     "build_plan",
@@ -487,7 +487,7 @@ def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bo
 
     ``allow_merge`` turns "two old brokers map to one new broker" from an error into a warning.
     ``plan_file`` is only used in the runbook's commands. Pure and deterministic: the same
-    inputs give a byte-identical :func:`~migrate.plan.plan_to_json`.
+    inputs give a byte-identical :func:`~migrate.core.plan.plan_to_json`.
     """
     sep = playbook.migration.rack_separator
     mapping = {int(k): int(v) for k, v in playbook.brokers.mapping.items()}

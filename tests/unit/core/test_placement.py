@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from migrate.errors import BadInput
-from migrate.model import parse_rack
-from migrate.placement import (
+from migrate.core.model import parse_rack
+from migrate.core.placement import (
     Domains,
     DomainRules,
     alternates,

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from migrate.errors import BadInput
-from migrate.model import DEFAULT_RACK_SEPARATOR, ClusterSnapshot, parse_rack
+from migrate.core.model import DEFAULT_RACK_SEPARATOR, ClusterSnapshot, parse_rack
 
 FdKey = tuple[str, "str | None"]
 

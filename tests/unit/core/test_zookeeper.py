@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from migrate.zkconfig import (
+from migrate.core.zookeeper import (
     OBSERVER,
     PARTICIPANT,
     BrokerConnect,

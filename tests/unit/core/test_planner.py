@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from migrate.errors import BadInput
-from migrate.model import Broker, ClusterSnapshot, Partition, Topic, parse_rack
-from migrate.placement import Domains, DomainRules, round_robin
-from migrate.plan import PartitionMove, Plan, plan_from_json, plan_to_dict, plan_to_json
-from migrate.planner import balance_leaders, build_plan, plan_from_reassignment_json, reassignment_json
-from migrate.playbook import (
+from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, parse_rack
+from migrate.core.placement import Domains, DomainRules, round_robin
+from migrate.core.plan import PartitionMove, Plan, plan_from_json, plan_to_dict, plan_to_json
+from migrate.core.planner import balance_leaders, build_plan, plan_from_reassignment_json, reassignment_json
+from migrate.core.playbook import (
     BrokerSettings,
     KafkaSettings,
     MigrationSettings,
@@ -446,7 +446,7 @@ def test_large_plan_is_linear_enough(kb):
 @given(raw=clusters())
 def test_cache_limit_does_not_change_the_plan(kb, raw):
     """Beyond the cache of distinct replica tuples, partitions are counted one by one: same plan."""
-    import migrate.planner as planner_module
+    import migrate.core.planner as planner_module
 
     snap, pb, _racks = _cluster(kb, raw)
     text = plan_to_json(build_plan(snap, pb))
@@ -459,7 +459,7 @@ def test_cache_limit_does_not_change_the_plan(kb, raw):
 
 
 def test_cache_limit_with_repairs_unmapped_and_unknown_sizes(kb):
-    import migrate.planner as planner_module
+    import migrate.core.planner as planner_module
 
     racks = {**kb.PROCEDURE_RACKS, 7: "AD-1/FD-3"}
     snap = kb.snapshot({"t": [(1, 4, 5), (1, 2, 7), (4, 5, 6), (1, 2, 3), (2, 3, 1)]}, racks=racks)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from migrate.errors import BadInput
-from migrate.model import RawJSON, ZkServer, _ints_text, _num, pretty_json, zk_server_doc
+from migrate.core.model import RawJSON, ZkServer, _ints_text, _num, pretty_json, zk_server_doc
 
 PLAN_KIND = "kmigrate.plan"
 PLAN_FORMAT_VERSION = 1

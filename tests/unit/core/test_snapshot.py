@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from migrate.errors import BadInput
-from migrate.verify.snapshot import (Digest, PartitionSnapshot, Snapshot, Tail, read_snapshot, select_topics,
+from migrate.core.snapshot import (Digest, PartitionSnapshot, Snapshot, Tail, read_snapshot, select_topics,
                                      snapshot_from_json)
 
 names = st.text("abcdefghijklmnopqrstuvwxyz.-_0123456789", min_size=1, max_size=20)
