@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import Optional
@@ -13,23 +12,10 @@ from rich.table import Table
 
 from migrate.core.canary import CanaryReport
 from migrate.core.clientconfig import client_settings
+from migrate.core.units import parse_duration
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
 from migrate.errors import BadInput, EXIT_FAILURE
 from migrate.runner.canary import DEFAULT_TOPIC, Canary
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-
-
-def parse_duration(text: str | None) -> float | None:
-    """``90``, ``30s``, ``10m``, ``1h``, ``500ms`` -> seconds; None -> None (run until Ctrl-C)."""
-    if text is None:
-        return None
-    m = _DURATION.match(text)
-    if not m:
-        raise BadInput(f"--duration {text!r}: expected a number with an optional unit, like 30s, 10m or 1h")
-    value = float(m.group(1))
-    return value * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
-
 
 def report_table(report: CanaryReport, title: str = "canary") -> Table:
     table = Table("measure", "value", title=title)
@@ -56,7 +42,7 @@ def canary(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Produce (acks=all, idempotent) and consume sequence-numbered records; report lost, duplicated, stalls, latency."""
-    seconds = parse_duration(duration)
+    seconds = None if duration is None else parse_duration(duration, "--duration")
     settings = client_settings(bootstrap_server, command_config)
     run = Canary(settings, topic=topic, rate_per_s=rate, replication_factor=replication_factor).start()
     deadline = None if seconds is None else time.monotonic() + seconds

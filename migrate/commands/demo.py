@@ -14,7 +14,7 @@ from migrate.commands.canary import report_table
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
 from migrate.sandbox.demo import Demo
 from migrate.errors import EXIT_FAILURE
-from migrate.core.playbook import format_bytes
+from migrate.core.units import format_bytes
 
 
 def demo(

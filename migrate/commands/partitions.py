@@ -26,9 +26,9 @@ from migrate.core.reassignment import (
     Caps,
     compile_topic_filter,
     mapping_plan_id,
-    parse_duration,
     parse_mapping,
 )
+from migrate.core.units import parse_duration
 
 DEFAULT_BOOKKEEPING_TOPIC = "__kmigrate_migration"
 DEFAULT_THROTTLE = "50MB/s"
@@ -41,10 +41,10 @@ BOOKKEEPING_OPTION = typer.Option(None, "--bookkeeping-topic", help=f"Topic reco
 
 
 def _throttle(text: str) -> int:
-    from migrate.core.playbook import parse_throttle
+    from migrate.core.units import parse_rate
 
     try:
-        return parse_throttle(text)
+        return parse_rate(text)
     except BadInput as exc:
         raise BadInput(f"--throttle: {exc.message}") from None
 
@@ -141,7 +141,7 @@ def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, 
 
 
 def _bytes(n: float | int | None) -> str:
-    from migrate.core.playbook import format_bytes
+    from migrate.core.units import format_bytes
 
     return format_bytes(int(n or 0))
 

@@ -13,7 +13,8 @@ from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_j
 from migrate.errors import EXIT_FAILURE, BadInput
 from migrate.core.model import ClusterSnapshot, ZkEnsemble, snapshot_from_json, snapshot_to_dict, snapshot_to_json
 from migrate.core.plan import Plan, plan_to_dict, plan_to_json
-from migrate.core.playbook import Playbook, format_bytes, format_rate, load_playbook
+from migrate.core.playbook import Playbook, load_playbook
+from migrate.core.units import format_bytes, format_rate
 
 PLAYBOOK_OPTION = typer.Option(None, "--playbook", "-p", help="Migration playbook (YAML); copy one from playbooks/.")
 BOOTSTRAP_OPTION = typer.Option(None, "--bootstrap-server", help="Kafka bootstrap servers (default: the playbook's).")

@@ -48,9 +48,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
-from migrate.core.model import ClusterSnapshot, parse_connect, parse_rack, version_tuple
+from migrate.core.model import ClusterSnapshot, parse_rack, version_tuple
 from migrate.core.plan import BrokerTotal, Finding, ZkPlan
-from migrate.core.playbook import Playbook, format_bytes, format_rate
+from migrate.core.playbook import Playbook
+from migrate.core.units import format_bytes, format_duration, format_rate, parse_connect
 
 MIN_ZOOKEEPER_VERSION = (3, 5, 0)
 _MAX_LISTED = 8
@@ -363,15 +364,3 @@ def audit_size(
     return out
 
 
-def format_duration(seconds: int) -> str:
-    """``7384`` -> ``"2h 3m"``; ``59`` -> ``"59s"``."""
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, _ = divmod(seconds, 60)
-    hours, minutes = divmod(minutes, 60)
-    days, hours = divmod(hours, 24)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes}m"
-    return f"{minutes}m"

@@ -21,6 +21,7 @@ Example::
 
     >>> parse_rack("AD-1/FD-2")
     ('AD-1', 'FD-2')
+    >>> from migrate.core.units import parse_connect
     >>> parse_connect("h1:2181,h2/kafka")
     ((('h1', 2181), ('h2', 2181)), '/kafka')
 """
@@ -217,58 +218,6 @@ def parse_rack(rack: str | None, separator: str = DEFAULT_RACK_SEPARATOR) -> tup
         ad, fd = ad.strip(), fd.strip()
         return (ad or None), (fd or None)
     return rack, None
-
-
-def parse_connect(connect: str, what: str = "zookeeper connect string") -> tuple[tuple[tuple[str, int], ...], str]:
-    """Parse a ZooKeeper connect string into ((host, port), ...) and a chroot ('' if none).
-
-    >>> parse_connect("h1:2181,h2:2182/kafka")
-    ((('h1', 2181), ('h2', 2182)), '/kafka')
-
-    A host without a port gets 2181. Raises :class:`BadInput` on an empty or malformed string.
-    """
-    text = (connect or "").strip()
-    if not text:
-        raise BadInput(f"{what} is empty: give host:port[,host:port...][/chroot]")
-    chroot = ""
-    slash = text.find("/")
-    if slash >= 0:
-        text, chroot = text[:slash], text[slash:].rstrip("/")
-    hosts: list[tuple[str, int]] = []
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            raise BadInput(f"{what} {connect!r} has an empty host entry: remove the extra comma")
-        host, port = _split_host_port(item, 2181, what, connect)
-        hosts.append((host, port))
-    return tuple(hosts), chroot
-
-
-def _split_host_port(item: str, default_port: int, what: str, whole: str) -> tuple[str, int]:
-    if item.startswith("["):  # [ipv6]:port
-        end = item.find("]")
-        if end < 0:
-            raise BadInput(f"{what} {whole!r}: unclosed '[' in {item!r}")
-        host, rest = item[1:end], item[end + 1 :]
-        port_text = rest[1:] if rest.startswith(":") else ""
-    elif item.count(":") == 1:
-        host, port_text = item.split(":")
-    elif ":" in item:  # bare IPv6 without port
-        host, port_text = item, ""
-    else:
-        host, port_text = item, ""
-    if not host:
-        raise BadInput(f"{what} {whole!r}: missing host in {item!r}")
-    if not port_text:
-        return host, default_port
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise BadInput(f"{what} {whole!r}: port {port_text!r} of {item!r} is not a port number (1-65535)")
-    return host, int(port_text)
-
-
-def format_connect(addresses: Iterable[str], chroot: str = "") -> str:
-    """Join ``host:port`` addresses and a chroot into a connect string."""
-    return ",".join(addresses) + (chroot or "")
 
 
 def parse_zookeeper_config(text: str) -> tuple[tuple[ZkServer, ...], int | None]:

@@ -36,7 +36,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from migrate.core.audit import audit_durability, audit_mapping, audit_size, audit_zookeeper, sort_findings
 from migrate.errors import BadInput
-from migrate.core.model import ClusterSnapshot, ZkServer, format_connect, parse_connect
+from migrate.core.model import ClusterSnapshot, ZkServer
+from migrate.core.units import format_connect, parse_connect
 from migrate.core.placement import DomainRules, Domains, domain_order
 from migrate.core.plan import (
     BrokerTotal,

@@ -26,10 +26,10 @@ import jsonschema
 import yaml
 
 from migrate.errors import BadInput
-from migrate.core.model import DEFAULT_RACK_SEPARATOR, ZkServer, parse_connect
+from migrate.core.model import DEFAULT_RACK_SEPARATOR, ZkServer
+from migrate.core.units import parse_connect, parse_rate
 
 DEFAULT_THROTTLE_BYTES_PER_S = 50_000_000
-MIN_THROTTLE_BYTES_PER_S = 1_000_000
 DEFAULT_BOOKKEEPING_TOPIC = "__kmigrate_migration"
 DEFAULT_MAX_PARTITION_MOVES_PER_BROKER = 5
 
@@ -122,62 +122,6 @@ class Playbook:
 
 
 # --------------------------------------------------------------------------- throttle
-
-_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]?)(i?)([Bb]?)\s*(?:/\s*s(?:ec)?)?\s*$")
-_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
-
-
-def parse_throttle(text: str | int) -> int:
-    """Parse a replication throttle into bytes per second.
-
-    >>> parse_throttle("50MB/s"), parse_throttle("10MiB/s"), parse_throttle(1000000)
-    (50000000, 10485760, 1000000)
-
-    Units: B, KB, MB, GB, TB (powers of 1000) and KiB, MiB, GiB, TiB (powers of 1024), with or
-    without ``/s``; a bare number is bytes per second. A lower-case ``b`` means bits and is
-    refused. Below 1 MB/s (1,000,000 bytes/s) a migration would take forever: refused too.
-    Raises :class:`BadInput`.
-    """
-    if isinstance(text, bool):
-        raise BadInput(f"throttle {text!r} is not a rate: write e.g. 50MB/s")
-    if isinstance(text, int):
-        value = text
-        shown = str(text)
-    else:
-        shown = str(text)
-        m = _SIZE_RE.match(shown)
-        if not m:
-            raise BadInput(f"throttle {shown!r} is not a rate: write e.g. 50MB/s, 10MiB/s or 1000000 (bytes/s)")
-        number, prefix, binary, unit = m.groups()
-        if unit == "b":
-            raise BadInput(f"throttle {shown!r}: a lower-case b means bits; write bytes, e.g. 50MB/s")
-        if binary and not prefix:
-            raise BadInput(f"throttle {shown!r} is not a rate: write e.g. 50MB/s, 10MiB/s or 1000000 (bytes/s)")
-        base = 1024 if binary else 1000
-        value = int(float(number) * base ** _POWERS[prefix.lower()])
-    if value < MIN_THROTTLE_BYTES_PER_S:
-        raise BadInput(
-            f"throttle {shown} is {value} bytes/s, below the 1 MB/s minimum: raise it (e.g. 50MB/s)"
-        )
-    return value
-
-
-def format_rate(bytes_per_s: int) -> str:
-    """``50000000`` -> ``"50 MB/s"`` (decimal units, for messages)."""
-    return f"{format_bytes(bytes_per_s)}/s"
-
-
-def format_bytes(n: int) -> str:
-    """``1500000`` -> ``"1.5 MB"`` (decimal units, for messages)."""
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
-        if abs(value) < 1000 or unit == "PB":
-            if unit == "B":
-                return f"{int(value)} B"
-            return f"{value:.1f} {unit}".replace(".0 ", " ")
-        value /= 1000
-    return f"{n} B"  # pragma: no cover
-
 
 # --------------------------------------------------------------------------- YAML + schema
 
@@ -382,7 +326,7 @@ def _build(doc: dict[str, Any], where: str) -> Playbook:
     m = doc.get("migration") or {}
     throttle_raw = m.get("throttle", DEFAULT_THROTTLE_BYTES_PER_S)
     try:
-        throttle = parse_throttle(throttle_raw)
+        throttle = parse_rate(throttle_raw)
     except BadInput as exc:
         raise _fail(where, "migration.throttle", exc.message) from None
     migration = MigrationSettings(

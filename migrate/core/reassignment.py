@@ -48,7 +48,6 @@ DEFAULT_STALL_TIMEOUT_S = 120.0
 DEFAULT_POLL_INTERVAL_S = 0.5
 
 _MAPPING_ITEM = re.compile(r"^\s*(\d+)\s*[:=]\s*(\d+)\s*$")
-_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h)?\s*$")
 
 
 # --------------------------------------------------------------------------- input
@@ -91,20 +90,6 @@ def check_mapping(mapping: Mapping[int, int], source: str = "--mapping") -> None
         if new in seen:
             raise BadInput(f"{source}: brokers {seen[new]} and {old} both map to {new}; give each old broker its own new broker")
         seen[new] = old
-
-
-def parse_duration(text: str | float | int, option: str) -> float:
-    """``"30s"``, ``"5m"``, ``"500ms"``, ``"1h"`` or a bare number of seconds -> seconds (> 0)."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = float(text)
-    else:
-        m = _DURATION.match(str(text))
-        if not m:
-            raise BadInput(f"{option} {text!r} is not a duration: write e.g. 30s, 5m or 500ms")
-        value = float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
-    if value <= 0:
-        raise BadInput(f"{option} {text!r} must be more than zero")
-    return value
 
 
 def compile_topic_filter(include: str | None, exclude: str | None) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:

@@ -37,7 +37,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from migrate.core.playbook import parse_throttle
+from migrate.core.units import parse_rate as parse_throttle
 from migrate.sandbox.testing import running_sandbox
 
 OLD, NEW = (1, 2, 3), (4, 5, 6)

@@ -13,7 +13,6 @@ from migrate.core.model import (
     Partition,
     Topic,
     ZkServer,
-    parse_connect,
     parse_rack,
     parse_zookeeper_config,
     snapshot_from_json,
@@ -38,19 +37,6 @@ from migrate.core.model import (
 )
 def test_parse_rack(rack, sep, expected):
     assert parse_rack(rack, sep) == expected
-
-
-def test_parse_connect_with_chroot_and_default_port():
-    assert parse_connect("h1:2181,h2:2182/kafka") == ((("h1", 2181), ("h2", 2182)), "/kafka")
-    assert parse_connect("h1") == ((("h1", 2181),), "")
-    assert parse_connect("[::1]:2181") == ((("::1", 2181),), "")
-
-
-@pytest.mark.parametrize("bad", ["", "h1:2181,,h2", "h1:abc", "h1:0", ":2181"])
-def test_parse_connect_errors_are_one_line(bad):
-    with pytest.raises(BadInput) as exc:
-        parse_connect(bad)
-    assert "\n" not in exc.value.message
 
 
 def test_parse_zookeeper_config():

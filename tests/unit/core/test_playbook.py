@@ -8,7 +8,7 @@ import pytest
 
 from migrate.errors import BadInput
 from migrate.core.model import ZkServer
-from migrate.core.playbook import NewBroker, load_playbook, parse_playbook, parse_throttle
+from migrate.core.playbook import NewBroker, load_playbook, parse_playbook
 
 BASE = """
 kafka: {bootstrap_servers: "h:9092"}
@@ -66,26 +66,6 @@ brokers:
     assert pb.migration.throttle_bytes_per_s == 50_000_000
     assert pb.migration.max_partition_moves_cluster is None
     assert pb.kafka.client_settings() == {"bootstrap.servers": "h:9092"}
-
-
-@pytest.mark.parametrize("text, expected", [
-    ("50MB/s", 50_000_000), ("10MiB/s", 10 * 1024 * 1024), ("1000000", 1_000_000), (1_000_000, 1_000_000),
-    ("1.5GB/s", 1_500_000_000), ("2 GiB/s", 2 * 1024**3), ("50M", 50_000_000), ("50MB", 50_000_000),
-    ("1MB/s", 1_000_000), ("1000KB/s", 1_000_000), ("5mb/s", None),
-])
-def test_parse_throttle(text, expected):
-    if expected is None:
-        with pytest.raises(BadInput, match="bits"):
-            parse_throttle(text)
-    else:
-        assert parse_throttle(text) == expected
-
-
-@pytest.mark.parametrize("text", ["999999", "100KB/s", "0", "fast", "-5MB/s", "10 MB/min", ""])
-def test_parse_throttle_refuses(text):
-    with pytest.raises(BadInput) as exc:
-        parse_throttle(text)
-    assert "\n" not in exc.value.message
 
 
 ERRORS = [

@@ -31,7 +31,6 @@ from migrate.core.reassignment import (
     isr_short,
     mapping_plan_id,
     observe_progress,
-    parse_duration,
     parse_entries,
     parse_mapping,
     plan_targets,
@@ -58,16 +57,6 @@ def test_parse_mapping_reads_pairs():
 def test_parse_mapping_refuses_bad_input(text):
     with pytest.raises(BadInput):
         parse_mapping(text)
-
-
-def test_durations():
-    assert parse_duration("90s", "--x") == 90
-    assert parse_duration("5m", "--x") == 300
-    assert parse_duration("500ms", "--x") == 0.5
-    assert parse_duration("2", "--x") == 2
-    for bad in ("0", "-1s", "soon", "1d"):
-        with pytest.raises(BadInput):
-            parse_duration(bad, "--x")
 
 
 def test_topic_filters_match_in_full():
