@@ -1,0 +1,110 @@
+"""The bookkeeping ledger (core/ledger.py): records written by the previous version read the same.
+
+``OLD_RECORDS`` are the exact key and value bytes that kmigrate 94e2d81 (``adapters/bookkeeping.py``,
+before the ledger moved to core) wrote for every record kind: a migration started by that version
+must resume with this one, so they must decode and fold to the same ledger, and the new code must
+write the same bytes for the same record.
+"""
+
+from migrate.core.ledger import DEFAULT_TOPIC, KINDS, SCHEMA, Ledger, decode, encode, make_record
+
+T = 1700000000.123
+
+OLD_RECORDS = [
+    (b'p1/~plan/plan',
+     b'{"kind":"plan","mapping":{"1":4,"2":5},"plan_id":"p1","schema":"kmigrate.bookkeeping/1","throttle_bytes_per_s":10485760,"time":"2023-11-14T22:13:20.123+00:00"}'),
+    (b'p1/~submitted/orders',
+     b'{"kind":"submitted","partitions":{"0":[4,5],"1":[5,6]},"plan_id":"p1","schema":"kmigrate.bookkeeping/1","time":"2023-11-14T22:13:21.123+00:00","topic":"orders"}'),
+    (b'p1/~throttle-broker/4/leader.replication.throttled.rate',
+     b'{"broker":4,"config":"leader.replication.throttled.rate","kind":"throttle-broker","plan_id":"p1","prior":null,"schema":"kmigrate.bookkeeping/1","time":"2023-11-14T22:13:22.123+00:00","value":"10485760"}'),
+    (b'p1/~throttle-broker/4/leader.replication.throttled.rate',
+     b'{"broker":4,"config":"leader.replication.throttled.rate","kind":"throttle-broker","plan_id":"p1","prior":"10485760","schema":"kmigrate.bookkeeping/1","time":"2023-11-14T22:13:22.623+00:00","value":"20971520"}'),
+    (b'p1/~throttle-broker/5/follower.replication.throttled.rate',
+     b'{"broker":5,"config":"follower.replication.throttled.rate","kind":"throttle-broker","plan_id":"p1","prior":"5000","schema":"kmigrate.bookkeeping/1","time":"2023-11-14T22:13:23.123+00:00","value":"10485760"}'),
+    (b'p1/~throttle-topic/orders/leader.replication.throttled.replicas',
+     b'{"config":"leader.replication.throttled.replicas","entries":["0:1","1:2"],"kind":"throttle-topic","plan_id":"p1","schema":"kmigrate.bookkeeping/1","time":"2023-11-14T22:13:24.123+00:00","topic":"orders"}'),
+    (b'p1/~throttle-topic/orders/follower.replication.throttled.replicas',
+     b'{"config":"follower.replication.throttled.replicas","entries":["0:4","1:5"],"kind":"throttle-topic","plan_id":"p1","schema":"kmigrate.bookkeeping/1","time":"2023-11-14T22:13:24.123+00:00","topic":"orders"}'),
+    (b'p1/orders',
+     b'{"kind":"topic-moved","moved_partitions":[0,1],"plan_id":"p1","schema":"kmigrate.bookkeeping/1","target":{"0":[4,5],"1":[5,6]},"time":"2023-11-14T22:13:25.123+00:00","topic":"orders"}'),
+    (b'p1/orders',
+     b'{"kind":"topic-moved","moved_partitions":[0,1],"plan_id":"p1","schema":"kmigrate.bookkeeping/1","target":{"0":[4,5],"1":[5,6]},"time":"2023-11-14T22:13:25.623+00:00","topic":"orders"}'),
+    (b'p0/payments',
+     b'{"kind":"topic-moved","moved_partitions":[0],"plan_id":"p0","schema":"kmigrate.bookkeeping/1","target":{"0":[4]},"time":"2023-11-14T22:13:26.123+00:00","topic":"payments"}'),
+    (b'p1/~cancelled/stuck',
+     b'{"kind":"cancelled","partitions":[0,2],"plan_id":"p1","schema":"kmigrate.bookkeeping/1","time":"2023-11-14T22:13:27.123+00:00","topic":"stuck"}'),
+    (b'p1/~throttle-cleared/4/leader.replication.throttled.rate',
+     b'{"broker":4,"config":"leader.replication.throttled.rate","kind":"throttle-cleared","plan_id":"p1","schema":"kmigrate.bookkeeping/1","scope":"broker","time":"2023-11-14T22:13:28.123+00:00"}'),
+    (b'p1/~throttle-cleared/orders/follower.replication.throttled.replicas',
+     b'{"config":"follower.replication.throttled.replicas","kind":"throttle-cleared","plan_id":"p1","schema":"kmigrate.bookkeeping/1","scope":"topic","time":"2023-11-14T22:13:29.123+00:00","topic":"orders"}'),
+]
+
+
+# the calls that wrote OLD_RECORDS, in order
+REMADE = [
+    ("p1", "plan", "plan", T, dict(mapping={"1": 4, "2": 5}, throttle_bytes_per_s=10485760)),
+    ("p1", "submitted", "orders", T + 1, dict(topic="orders", partitions={0: [4, 5], 1: [5, 6]})),
+    ("p1", "throttle-broker", "4/leader.replication.throttled.rate", T + 2,
+     dict(broker=4, config="leader.replication.throttled.rate", value="10485760", prior=None)),
+    ("p1", "throttle-broker", "4/leader.replication.throttled.rate", T + 2.5,
+     dict(broker=4, config="leader.replication.throttled.rate", value="20971520", prior="10485760")),
+    ("p1", "throttle-broker", "5/follower.replication.throttled.rate", T + 3,
+     dict(broker=5, config="follower.replication.throttled.rate", value="10485760", prior="5000")),
+    ("p1", "throttle-topic", "orders/leader.replication.throttled.replicas", T + 4,
+     dict(topic="orders", config="leader.replication.throttled.replicas", entries=["0:1", "1:2"])),
+    ("p1", "throttle-topic", "orders/follower.replication.throttled.replicas", T + 4,
+     dict(topic="orders", config="follower.replication.throttled.replicas", entries=["0:4", "1:5"])),
+    ("p1", "topic-moved", "orders", T + 5, dict(topic="orders", target={0: [4, 5], 1: [5, 6]}, moved_partitions=[0, 1])),
+    ("p1", "topic-moved", "orders", T + 5.5, dict(topic="orders", target={0: [4, 5], 1: [5, 6]}, moved_partitions=[0, 1])),
+    ("p0", "topic-moved", "payments", T + 6, dict(topic="payments", target={0: [4]}, moved_partitions=[0])),
+    ("p1", "cancelled", "stuck", T + 7, dict(topic="stuck", partitions=[0, 2])),
+    ("p1", "throttle-cleared", "4/leader.replication.throttled.rate", T + 8,
+     dict(scope="broker", broker=4, config="leader.replication.throttled.rate")),
+    ("p1", "throttle-cleared", "orders/follower.replication.throttled.replicas", T + 9,
+     dict(scope="topic", topic="orders", config="follower.replication.throttled.replicas")),
+]
+
+
+def _ledger() -> Ledger:
+    records = [decode(k, v, 0, i) for i, (k, v) in enumerate(OLD_RECORDS)]
+    assert all(r is not None for r in records)
+    return Ledger(records)
+
+
+def test_every_kind_is_in_the_fixture():
+    assert {decode(k, v).kind for k, v in OLD_RECORDS} == set(KINDS)
+    assert SCHEMA == "kmigrate.bookkeeping/1"
+    assert DEFAULT_TOPIC == "__kmigrate_migration"
+
+
+def test_new_code_writes_the_bytes_the_previous_version_wrote():
+    assert [encode(make_record(pid, kind, subject, t, **fields)) for pid, kind, subject, t, fields in REMADE] == OLD_RECORDS
+
+
+def test_old_records_decode_to_the_same_values():
+    for i, (k, v) in enumerate(OLD_RECORDS):
+        r = decode(k, v, 0, i)
+        assert (r.key.encode(), r.partition, r.offset) == (k, 0, i)
+        assert encode(r) == (k, v)  # a decoded record re-encodes byte for byte
+
+
+def test_old_records_fold_to_the_same_ledger():
+    ledger = _ledger()
+    assert {t: r.offset for t, r in ledger.moved("p1").items()} == {"orders": 7}
+    assert ledger.moved_counts("p1") == {"orders": 2}
+    assert ledger.foreign_moved("p1") == {"p0": ["payments"]}
+    assert {p: dict(v) for p, v in ledger.plans().items()} == {"p1": {
+        "kind": "plan", "mapping": {"1": 4, "2": 5}, "plan_id": "p1", "schema": "kmigrate.bookkeeping/1",
+        "throttle_bytes_per_s": 10485760, "time": "2023-11-14T22:13:20.123+00:00"}}
+    assert ledger.submitted("p1") == ledger.submitted() == {("orders", 0): (4, 5), ("orders", 1): (5, 6)}
+    assert ledger.submitted("p0") == {}
+    # broker 4 was cleared; broker 5 keeps the prior kmigrate read before setting it
+    assert ledger.broker_throttles() == {(5, "follower.replication.throttled.rate"): {"value": "10485760", "prior": "5000"}}
+    assert ledger.topic_throttles() == {("orders", "leader.replication.throttled.replicas"): {"0:1", "1:2"}}
+
+
+def test_records_kmigrate_did_not_write_are_refused():
+    assert decode(None, b"{}") is None
+    assert decode(b"p1/x", b"not json") is None
+    assert decode(b"p1/x", b'{"schema":"other/1","kind":"plan","plan_id":"p1"}') is None
+    assert decode(b"p2/x", OLD_RECORDS[0][1]) is None  # key of another plan id
