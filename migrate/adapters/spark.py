@@ -441,6 +441,14 @@ def preflight(settings: SparkSettings) -> str:
     return version
 
 
+def preflight_unless_running(settings: SparkSettings) -> None:
+    """:func:`preflight`, unless a Spark session already runs in this process (it was checked when it started)."""
+    from pyspark.sql import SparkSession
+
+    if SparkSession.getActiveSession() is None:
+        preflight(settings)
+
+
 @contextmanager
 def spark_session(settings: SparkSettings, progress: Callable[[str], None] = lambda msg: None) -> Iterator:
     """A SparkSession with Spark's Kafka source; stopped on exit unless it was already running here.

@@ -15,6 +15,9 @@ Exit 0 when every partition matches, 1 when a difference is found, 2 for bad inp
 
 from __future__ import annotations
 
+import functools
+import inspect
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
@@ -22,12 +25,11 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from migrate.adapters.spark import SparkSettings, parse_spark_conf, preflight, spark_session
-from migrate.core.clientconfig import client_settings
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console
-from migrate.errors import EXIT_FAILURE, BadInput
 from migrate.core.compare import Report, compare_same
-from migrate.core.snapshot import Snapshot, read_snapshot
+from migrate.errors import EXIT_FAILURE, BadInput
+from migrate.runner.verify import (Scope, SparkSettings, check_writable, compare_with_cluster, kafka_side, read_snapshot,
+                                   spark_session, spark_settings, take_snapshot, verify_clusters, write_snapshot)
 
 app = typer.Typer(
     help="Prove that no record was lost or changed: record counts and checksums per partition, computed by Spark.",
@@ -45,6 +47,48 @@ TIMEOUT_OPTION = typer.Option(15000, "--timeout-ms", help="Timeout of each Kafka
 COMMAND_CONFIG_OPTION = typer.Option(None, "--command-config", help="Kafka client settings (SASL/SSL), as for Kafka's own tools.")
 
 
+@dataclass(frozen=True)
+class Engine:
+    """The options every verify command ends with: how Spark runs, each Kafka request's timeout, the output."""
+
+    master: str
+    spark_conf: Optional[list[str]]
+    jars: Optional[str]
+    timeout_ms: int
+    output: OutputFormat
+
+    def spark(self, app_name: str) -> SparkSettings:
+        return spark_settings(self.master, self.spark_conf, self.jars, app_name)
+
+    def side(self, bootstrap: str, command_config: Optional[Path]):
+        return kafka_side(bootstrap, command_config, self.timeout_ms)
+
+    @staticmethod
+    def progress(msg: str) -> None:
+        err_console.print(f"[dim]verify: {msg}[/dim]")
+
+
+_ENGINE_OPTIONS = (("master", str, MASTER_OPTION), ("spark_conf", Optional[list[str]], SPARK_CONF_OPTION),
+                   ("jars", Optional[str], JARS_OPTION), ("timeout_ms", int, TIMEOUT_OPTION),
+                   ("output", OutputFormat, OUTPUT_OPTION))
+
+
+def _engine_options(command):
+    """Give ``command`` the options of :class:`Engine` (last, in this order) in place of its ``engine`` argument."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "engine"]
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
+             for name, kind, option in _ENGINE_OPTIONS]
+
+    @functools.wraps(command)
+    def with_engine(**kwargs):
+        engine = Engine(**{name: kwargs.pop(name) for name, _, _ in _ENGINE_OPTIONS})
+        return command(engine=engine, **kwargs)
+
+    with_engine.__signature__ = inspect.Signature(own + added, return_annotation=None)
+    with_engine.__annotations__ = {p.name: p.annotation for p in own + added}
+    return with_engine
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -56,50 +100,8 @@ def _topics(values: Optional[list[str]]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _spark(master: str, spark_conf: Optional[list[str]], jars: Optional[str], app_name: str) -> SparkSettings:
-    jar_list = tuple(j.strip() for j in jars.split(",") if j.strip()) if jars else None
-    if jars is not None and not jar_list:
-        raise BadInput("--jars is empty: give comma-separated jar files")
-    settings = SparkSettings(master=master, conf=parse_spark_conf(spark_conf or []), jars=jar_list, app_name=app_name)
-    from pyspark.sql import SparkSession
-
-    if SparkSession.getActiveSession() is None:  # a session already running in this process was checked when it started
-        preflight(settings)
-    return settings
-
-
-def _progress(output: OutputFormat):
-    def show(msg: str) -> None:
-        err_console.print(f"[dim]verify: {msg}[/dim]")
-
-    return show
-
-
-def _side(bootstrap: str, command_config: Optional[Path], timeout_ms: int):
-    from migrate.adapters.offsets import KafkaSide
-
-    if timeout_ms <= 0:
-        raise BadInput(f"--timeout-ms {timeout_ms}: give a positive number of milliseconds")
-    return KafkaSide(client_settings(bootstrap, command_config), timeout_s=timeout_ms / 1000)
-
-
-def _write_snapshot(snapshot: Snapshot, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(snapshot.to_json(), encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        raise BadInput(f"cannot write the snapshot to {path} ({exc}): choose a writable -o path") from None
-
-
-def _check_writable(path: Path) -> None:
-    if not path.parent.exists():
-        raise BadInput(f"-o {path}: directory {path.parent} does not exist")
-    if path.is_dir():
-        raise BadInput(f"-o {path} is a directory: give a file name like before.json")
-
-
 @app.callback()
+@_engine_options
 def verify(
     ctx: typer.Context,
     source_bootstrap: Optional[str] = typer.Option(None, "--source-bootstrap", help="Source cluster's bootstrap servers (two-cluster form)."),
@@ -111,39 +113,33 @@ def verify(
     include: Optional[str] = INCLUDE_OPTION,
     isolation_level: str = ISOLATION_OPTION,
     fail_on_tail: bool = FAIL_ON_TAIL_OPTION,
-    master: str = MASTER_OPTION,
-    spark_conf: Optional[list[str]] = SPARK_CONF_OPTION,
-    jars: Optional[str] = JARS_OPTION,
-    timeout_ms: int = TIMEOUT_OPTION,
-    output: OutputFormat = OUTPUT_OPTION,
+    engine: Engine = None,
 ) -> None:
     """Compare two clusters (--source-bootstrap, --target-bootstrap), or use `snapshot` / `compare` on one cluster."""
     if ctx.invoked_subcommand is not None:
         given = [name for name, value in (("--source-bootstrap", source_bootstrap), ("--target-bootstrap", target_bootstrap),
-                                          ("--topic", topic), ("--include", include), ("--jars", jars),
-                                          ("--spark-conf", spark_conf), ("--command-config", command_config))
+                                          ("--topic", topic), ("--include", include), ("--jars", engine.jars),
+                                          ("--spark-conf", engine.spark_conf), ("--command-config", command_config))
                  if value]
-        if given or master != "local[*]":
+        if given or engine.master != "local[*]":
             raise BadInput(f"{(given or ['--master'])[0]} goes after `verify {ctx.invoked_subcommand}`, not before it")
         return
     if not source_bootstrap or not target_bootstrap:
         raise BadInput("give both --source-bootstrap and --target-bootstrap to compare two clusters, "
                        "or use `kmigrate verify snapshot` / `kmigrate verify compare` on one cluster")
-    from migrate.runner.verify import Scope, verify_clusters
-
-    settings = _spark(master, spark_conf, jars, "kmigrate-verify-clusters")
+    settings = engine.spark("kmigrate-verify-clusters")
     scope = Scope(_topics(topic), include)
-    progress = _progress(output)
-    source = _side(source_bootstrap, source_command_config or command_config, timeout_ms)
-    target = _side(target_bootstrap, target_command_config or command_config, timeout_ms)
-    with spark_session(settings, progress) as spark:
-        report = verify_clusters(source, target, spark, scope, _now(), isolation_level, fail_on_tail, progress)
-    _render(report, output)
+    source = engine.side(source_bootstrap, source_command_config or command_config)
+    target = engine.side(target_bootstrap, target_command_config or command_config)
+    with spark_session(settings, engine.progress) as spark:
+        report = verify_clusters(source, target, spark, scope, _now(), isolation_level, fail_on_tail, engine.progress)
+    _render(report, engine.output)
     if not report.ok:
         raise typer.Exit(EXIT_FAILURE)
 
 
 @app.command("snapshot")
+@_engine_options
 def snapshot(
     output_file: Path = typer.Option(..., "-o", "--output-file", help="Where to write the snapshot (JSON)."),
     bootstrap_server: str = typer.Option(..., "--bootstrap-server", help="Kafka bootstrap servers, host:port[,host:port]."),
@@ -152,30 +148,24 @@ def snapshot(
     include: Optional[str] = INCLUDE_OPTION,
     like: Optional[Path] = typer.Option(None, "--like", help="Read the partitions of this earlier snapshot, up to its ends (for `compare --against`)."),
     isolation_level: str = ISOLATION_OPTION,
-    master: str = MASTER_OPTION,
-    spark_conf: Optional[list[str]] = SPARK_CONF_OPTION,
-    jars: Optional[str] = JARS_OPTION,
-    timeout_ms: int = TIMEOUT_OPTION,
-    output: OutputFormat = OUTPUT_OPTION,
+    engine: Engine = None,
 ) -> None:
     """Record counts and checksums of every partition (before a migration), into a JSON file."""
-    from migrate.runner.verify import Scope, take_snapshot
-
-    _check_writable(output_file)
+    check_writable(output_file)
     reference = read_snapshot(like) if like else None
     if reference is not None and (topic or include):
         raise BadInput("--like takes the partitions of the earlier snapshot: leave out --topic and --include")
-    settings = _spark(master, spark_conf, jars, "kmigrate-verify-snapshot")
-    progress = _progress(output)
-    side = _side(bootstrap_server, command_config, timeout_ms)
-    with spark_session(settings, progress) as spark:
-        snap = take_snapshot(side, spark, Scope(_topics(topic), include), _now(), isolation_level, reference, progress)
-    _write_snapshot(snap, output_file)
+    settings = engine.spark("kmigrate-verify-snapshot")
+    side = engine.side(bootstrap_server, command_config)
+    with spark_session(settings, engine.progress) as spark:
+        snap = take_snapshot(side, spark, Scope(_topics(topic), include), _now(), isolation_level, reference,
+                             engine.progress)
+    write_snapshot(snap, output_file)
     summary = {"file": str(output_file), "cluster_id": snap.cluster_id, "taken_at": snap.taken_at,
                "topics": len(snap.topics), "partitions": len(snap.partitions), "records": snap.records,
                "offsets_read": sum(p.offsets_read for p in snap.partitions),
                "tail_records": sum(p.tail.records for p in snap.partitions)}
-    if output == OutputFormat.json:
+    if engine.output == OutputFormat.json:
         emit_json(summary)
         return
     table = Table(title=f"Snapshot of cluster {snap.cluster_id} at {snap.taken_at}")
@@ -192,6 +182,7 @@ def snapshot(
 
 
 @app.command("compare")
+@_engine_options
 def compare(
     before: Path = typer.Argument(..., help="Snapshot taken before (kmigrate verify snapshot -o)."),
     against: Optional[Path] = typer.Option(None, "--against", help="Compare with this later snapshot (taken with --like BEFORE) instead of the live cluster."),
@@ -199,11 +190,7 @@ def compare(
     command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
     save: Optional[Path] = typer.Option(None, "-o", "--output-file", help="Also write the snapshot taken now to this file."),
     fail_on_tail: bool = FAIL_ON_TAIL_OPTION,
-    master: str = MASTER_OPTION,
-    spark_conf: Optional[list[str]] = SPARK_CONF_OPTION,
-    jars: Optional[str] = JARS_OPTION,
-    timeout_ms: int = TIMEOUT_OPTION,
-    output: OutputFormat = OUTPUT_OPTION,
+    engine: Engine = None,
 ) -> None:
     """Compare the cluster now (or a later snapshot) with a snapshot, partition by partition."""
     earlier = read_snapshot(before)
@@ -212,18 +199,15 @@ def compare(
             raise BadInput("--against compares two files: leave out --bootstrap-server and -o")
         report = compare_same(earlier, read_snapshot(against), fail_on_tail)
     else:
-        from migrate.runner.verify import compare_with_cluster
-
         if save is not None:
-            _check_writable(save)
-        settings = _spark(master, spark_conf, jars, "kmigrate-verify-compare")
-        progress = _progress(output)
-        side = _side(bootstrap_server or earlier.bootstrap_servers, command_config, timeout_ms)
-        with spark_session(settings, progress) as spark:
-            after, report = compare_with_cluster(earlier, side, spark, _now(), fail_on_tail, progress)
+            check_writable(save)
+        settings = engine.spark("kmigrate-verify-compare")
+        side = engine.side(bootstrap_server or earlier.bootstrap_servers, command_config)
+        with spark_session(settings, engine.progress) as spark:
+            after, report = compare_with_cluster(earlier, side, spark, _now(), fail_on_tail, engine.progress)
         if save is not None:
-            _write_snapshot(after, save)
-    _render(report, output)
+            write_snapshot(after, save)
+    _render(report, engine.output)
     if not report.ok:
         raise typer.Exit(EXIT_FAILURE)
 

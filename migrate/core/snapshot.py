@@ -31,8 +31,8 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from migrate.core.documents import parse_document
 from migrate.errors import BadInput
 
 FORMAT = "kmigrate-verify-snapshot"
@@ -200,17 +200,13 @@ def snapshot_from_json(text: str, source: str = "snapshot") -> Snapshot:
     """Parse and validate a snapshot file's text; BadInput (one line) when it is not one of ours."""
     import jsonschema
 
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise BadInput(f"{source} is not JSON ({exc}): give a file written by `kmigrate verify snapshot -o`") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise BadInput(f"{source} is not a kmigrate verify snapshot: give a file written by `kmigrate verify snapshot -o`")
-    if data.get("format_version") != FORMAT_VERSION:
-        raise BadInput(
-            f"{source} has snapshot format_version {data.get('format_version')!r}; this kmigrate reads version "
-            f"{FORMAT_VERSION}: take the snapshot again with this kmigrate"
-        )
+    data = parse_document(
+        text, ("format", FORMAT), FORMAT_VERSION,
+        not_json=lambda exc: f"{source} is not JSON ({exc}): give a file written by `kmigrate verify snapshot -o`",
+        not_ours=f"{source} is not a kmigrate verify snapshot: give a file written by `kmigrate verify snapshot -o`",
+        other_version=lambda found: f"{source} has snapshot format_version {found!r}; this kmigrate reads version "
+                                    f"{FORMAT_VERSION}: take the snapshot again with this kmigrate",
+    )
     try:
         jsonschema.validate(data, SCHEMA)
     except jsonschema.ValidationError as exc:
@@ -226,18 +222,6 @@ def snapshot_from_json(text: str, source: str = "snapshot") -> Snapshot:
         parts.append(p)
     return Snapshot(data["cluster_id"], data["bootstrap_servers"], data["taken_at"], data["include_offsets"],
                     data["isolation_level"], tuple(parts), data.get("like"), data["format_version"])
-
-
-def read_snapshot(path: str | Path) -> Snapshot:
-    """Read a snapshot file (BadInput when missing, unreadable or not ours)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"snapshot {p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"snapshot {p}: cannot read it ({exc})") from None
-    return snapshot_from_json(text, f"snapshot {p}")
 
 
 def select_topics(available: list[str] | tuple[str, ...], topics: tuple[str, ...] = (), include: str | None = None,

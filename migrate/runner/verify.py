@@ -1,21 +1,32 @@
 """Verify's sequence of side effects: capture offsets, run the Spark job, assemble snapshots, compare.
 
 ``take_snapshot``, ``compare_with_cluster`` and ``verify_clusters`` are what the CLI calls. They
-take an open SparkSession (``migrate.adapters.spark.spark_session``) and ``KafkaSide`` objects, and
-the time as a string (no clock read here). Every read is bounded by offsets captured before Spark
-starts reading, so records produced meanwhile are never read into the compared range.
+take an open SparkSession (:func:`spark_session`) and ``KafkaSide`` objects (:func:`kafka_side`),
+and the time as a string (no clock read here). Every read is bounded by offsets captured before
+Spark starts reading, so records produced meanwhile are never read into the compared range.
+
+Snapshot files are read and written here (:func:`read_snapshot`, :func:`write_snapshot`); their
+format is ``migrate.core.snapshot``'s.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
-from migrate.errors import BadInput
-from migrate.core.compare import Report, compare_cross, compare_same, prefix_requests
+from migrate.adapters.spark import SparkSettings, parse_spark_conf, preflight_unless_running, spark_session
 from migrate.adapters.spark_job import ReadRange, digest_first_records, digest_ranges
-from migrate.adapters.offsets import KafkaSide
-from migrate.core.snapshot import ISOLATION_LEVELS, PartitionSnapshot, Snapshot, select_topics
+from migrate.core.clientconfig import client_settings
+from migrate.core.compare import Report, compare_cross, compare_same, prefix_requests
+from migrate.core.snapshot import ISOLATION_LEVELS, PartitionSnapshot, Snapshot, select_topics, snapshot_from_json
+from migrate.errors import BadInput
+
+if TYPE_CHECKING:  # confluent-kafka loads when a command reads a cluster, not when the CLI starts
+    from migrate.adapters.offsets import KafkaSide
+
+__all__ = ["Scope", "SparkSettings", "check_writable", "compare_with_cluster", "kafka_side", "plan_ranges",
+           "read_snapshot", "spark_session", "spark_settings", "take_snapshot", "verify_clusters", "write_snapshot"]
 
 Progress = Callable[[str], None]
 
@@ -28,6 +39,58 @@ class Scope:
     include: str | None = None
 
 
+# ------------------------------------------------------------------ files
+def read_snapshot(path: str | Path) -> Snapshot:
+    """Read a snapshot file (BadInput when missing, unreadable or not ours)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"snapshot {p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"snapshot {p}: cannot read it ({exc})") from None
+    return snapshot_from_json(text, f"snapshot {p}")
+
+
+def check_writable(path: Path) -> None:
+    """BadInput when ``-o path`` cannot be a snapshot file (no such directory, or a directory)."""
+    if not path.parent.exists():
+        raise BadInput(f"-o {path}: directory {path.parent} does not exist")
+    if path.is_dir():
+        raise BadInput(f"-o {path} is a directory: give a file name like before.json")
+
+
+def write_snapshot(snapshot: Snapshot, path: Path) -> None:
+    """Write the snapshot to ``path`` whole (a temporary file renamed over it)."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(snapshot.to_json(), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise BadInput(f"cannot write the snapshot to {path} ({exc}): choose a writable -o path") from None
+
+
+# ---------------------------------------------------------------- engines
+def spark_settings(master: str, spark_conf: list[str] | None, jars: str | None, app_name: str) -> SparkSettings:
+    """The Spark settings of ``--master``, ``--spark-conf`` and ``--jars``, checked before anything runs."""
+    jar_list = tuple(j.strip() for j in jars.split(",") if j.strip()) if jars else None
+    if jars is not None and not jar_list:
+        raise BadInput("--jars is empty: give comma-separated jar files")
+    settings = SparkSettings(master=master, conf=parse_spark_conf(spark_conf or []), jars=jar_list, app_name=app_name)
+    preflight_unless_running(settings)
+    return settings
+
+
+def kafka_side(bootstrap: str, command_config: Path | None, timeout_ms: int) -> KafkaSide:
+    """One cluster as verify reads it, every request bounded by ``--timeout-ms``."""
+    from migrate.adapters.offsets import KafkaSide
+
+    if timeout_ms <= 0:
+        raise BadInput(f"--timeout-ms {timeout_ms}: give a positive number of milliseconds")
+    return KafkaSide(client_settings(bootstrap, command_config), timeout_s=timeout_ms / 1000)
+
+
+# ------------------------------------------------------------------- runs
 def _check_isolation(level: str) -> None:
     if level not in ISOLATION_LEVELS:
         raise BadInput(f"--isolation-level {level!r}: choose read_committed or read_uncommitted")
