@@ -11,7 +11,7 @@ from rich.live import Live
 from rich.table import Table
 
 from migrate.core.canary import CanaryReport
-from migrate.core.clientconfig import client_settings
+from migrate.files import client_settings
 from migrate.core.units import parse_duration
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
 from migrate.errors import BadInput, EXIT_FAILURE

@@ -18,7 +18,7 @@ import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
-from migrate.core.clientconfig import client_settings
+from migrate.files import client_settings
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
 from migrate.errors import BadInput
 from migrate.core.reassignment import (
@@ -52,7 +52,7 @@ def _throttle(text: str) -> int:
 def _load_inputs(playbook: Optional[Path], plan: Optional[Path]):
     pb = pl = None
     if playbook is not None:
-        from migrate.core.playbook import load_playbook
+        from migrate.files import load_playbook
 
         pb = load_playbook(playbook)
     if plan is not None:

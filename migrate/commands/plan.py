@@ -8,12 +8,13 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from migrate.core.clientconfig import ClientSettings, client_settings, translate
+from migrate.core.clientconfig import ClientSettings, translate
+from migrate.files import client_settings, load_playbook
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.errors import EXIT_FAILURE, BadInput
 from migrate.core.model import ClusterSnapshot, ZkEnsemble, snapshot_from_json, snapshot_to_dict, snapshot_to_json
 from migrate.core.plan import Plan, plan_to_dict, plan_to_json
-from migrate.core.playbook import Playbook, load_playbook
+from migrate.core.playbook import Playbook
 from migrate.core.units import format_bytes, format_rate
 
 PLAYBOOK_OPTION = typer.Option(None, "--playbook", "-p", help="Migration playbook (YAML); copy one from playbooks/.")

@@ -37,7 +37,7 @@ ZK_AUTH_OPTION = typer.Option(None, "--zk-auth", help="user:password for ZooKeep
 def _playbook(path: Optional[Path]):
     if path is None:
         return None
-    from migrate.core.playbook import load_playbook
+    from migrate.files import load_playbook
 
     return load_playbook(path)
 

@@ -3,16 +3,13 @@
 Operators hand kmigrate the same ``client.properties`` they give Kafka's own tools
 (``--command-config``), written with Java client names (``security.protocol``, ``sasl.mechanism``,
 ``sasl.jaas.config``, ``ssl.truststore.location`` ...). librdkafka names are accepted too.
-Pure: reading the file is the only I/O, in ``load_command_config``.
+Pure: ``migrate.files`` reads the file and hands its properties here.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
-
-import javaproperties
 
 from migrate.errors import BadInput
 
@@ -118,30 +115,20 @@ def translate(props: dict[str, str], source: str = "client settings") -> dict[st
     return out
 
 
-def load_command_config(path: str | Path | None) -> dict[str, str]:
-    """Read a ``client.properties`` file (Java properties syntax) into librdkafka settings."""
-    if path is None:
-        return {}
-    p = Path(path)
-    try:
-        with open(p, encoding="utf-8") as f:
-            props = javaproperties.load(f)
-    except FileNotFoundError:
-        raise BadInput(f"--command-config {p}: no such file") from None
-    except (OSError, ValueError) as exc:
-        raise BadInput(f"--command-config {p}: cannot read it as Java properties ({exc})") from None
-    return translate(props, f"--command-config {p}")
+def client_settings(bootstrap_servers: str | None, command_config: dict[str, str] | None = None,
+                    extra: dict[str, str] | None = None, source: str = "--command-config") -> ClientSettings:
+    """Build the settings from ``--bootstrap-server`` and the ``--command-config`` properties (and playbook extras)."""
+    check_bootstrap(bootstrap_servers)
+    settings = translate(dict(extra or {}), "playbook kafka.client")
+    settings.update(translate(dict(command_config or {}), source))
+    return ClientSettings(bootstrap_servers.strip(), settings)
 
 
-def client_settings(bootstrap_servers: str | None, command_config: str | Path | None = None,
-                    extra: dict[str, str] | None = None) -> ClientSettings:
-    """Build the settings from ``--bootstrap-server`` and ``--command-config`` (and playbook extras)."""
+def check_bootstrap(bootstrap_servers: str | None) -> None:
+    """Refuse an empty or malformed ``--bootstrap-server`` (host:port[,host:port...])."""
     if not bootstrap_servers or not bootstrap_servers.strip():
         raise BadInput("no Kafka bootstrap servers: give --bootstrap-server host:port (or a playbook with kafka.bootstrap_servers)")
     for server in bootstrap_servers.split(","):
         host, sep, port = server.strip().rpartition(":")
-        if not sep or not host or not port.isdigit():
+        if not sep or not host or not port.isdigit():  # no default port: Kafka's tools want host:port
             raise BadInput(f"--bootstrap-server {bootstrap_servers!r}: expected host:port[,host:port...]")
-    settings = translate(dict(extra or {}), "playbook kafka.client")
-    settings.update(load_command_config(command_config))
-    return ClientSettings(bootstrap_servers.strip(), settings)

@@ -14,19 +14,17 @@ nothing here does I/O.
 from __future__ import annotations
 
 import json
-import os
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Mapping
 
-import javaproperties
 import jsonschema
 import yaml
 
 from migrate.errors import BadInput
-from migrate.core.model import DEFAULT_RACK_SEPARATOR, ZkServer
+from migrate.core.model import DEFAULT_RACK_SEPARATOR
+from migrate.core.zookeeper import PARTICIPANT, Server
 from migrate.core.units import parse_connect, parse_rate
 
 DEFAULT_THROTTLE_BYTES_PER_S = 50_000_000
@@ -66,7 +64,7 @@ class ZooKeeperSettings:
     (their final role is participant; they start as observers); ``remove``: ids that leave."""
 
     connect: str
-    add: tuple[ZkServer, ...] = ()
+    add: tuple[Server, ...] = ()
     remove: tuple[int, ...] = ()
 
     @property
@@ -267,7 +265,7 @@ def _build(doc: dict[str, Any], where: str) -> Playbook:
         parse_connect(z["connect"])
     except BadInput as exc:
         raise _fail(where, "zookeeper.connect", exc.message) from None
-    add: list[ZkServer] = []
+    add: list[Server] = []
     seen: dict[int, int] = {}
     for i, s in enumerate(z.get("add") or []):
         sid = s["id"]
@@ -275,14 +273,14 @@ def _build(doc: dict[str, Any], where: str) -> Playbook:
             raise _fail(where, f"zookeeper.add[{i}].id", f"server id {sid} is listed twice (also zookeeper.add[{seen[sid]}])")
         seen[sid] = i
         add.append(
-            ZkServer(
+            Server(
                 id=sid,
                 host=s["host"].strip("[]"),
                 quorum_port=s.get("quorum_port", 2888),
                 election_port=s.get("election_port", 3888),
                 client_port=s.get("client_port", 2181),
                 client_host=(s["client_host"].strip("[]") if s.get("client_host") else None),
-                role="participant",
+                role=PARTICIPANT,
             )
         )
     for i, s in enumerate(add):
@@ -345,36 +343,3 @@ def _build(doc: dict[str, Any], where: str) -> Playbook:
         brokers=BrokerSettings(mapping=mapping, new=new, keep=tuple(sorted(keep))),
         migration=migration,
     )
-
-
-def load_playbook(path: str | os.PathLike[str]) -> Playbook:
-    """Read, parse and validate a playbook file; read its ``kafka.command_config`` file too.
-
-    A relative ``command_config`` is taken relative to the playbook's folder.
-    Raises :class:`BadInput` (one line) when a file is missing or invalid.
-    """
-    path = os.fspath(path)
-    name = path  # as given: the runbook names it, so its commands run from where plan ran
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        raise BadInput(f"playbook {path} not found: give the path of a playbook (see playbooks/)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"playbook {path} cannot be read ({exc.__class__.__name__}: {exc}): check the path and permissions") from None
-    playbook = parse_playbook(text, name)
-    cc = playbook.kafka.command_config
-    if cc is None:
-        return playbook
-    cc_path = os.path.expanduser(cc)
-    if not os.path.isabs(cc_path):
-        cc_path = os.path.join(os.path.dirname(os.path.abspath(path)), cc_path)
-    try:
-        with open(cc_path, encoding="utf-8") as fh:
-            props = javaproperties.load(fh)
-    except FileNotFoundError:
-        raise BadInput(f"playbook {name}: kafka.command_config: file {cc_path} not found: fix the path (relative paths start at the playbook's folder)") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise BadInput(f"playbook {name}: kafka.command_config: cannot read {cc_path} as Java properties ({exc})") from None
-    kafka = replace(playbook.kafka, command_config=cc_path, command_config_properties=dict(props))
-    return replace(playbook, kafka=kafka)

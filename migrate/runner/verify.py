@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable
 
 from migrate.adapters.spark import SparkSettings, parse_spark_conf, preflight_unless_running, spark_session
 from migrate.adapters.spark_job import ReadRange, digest_first_records, digest_ranges
-from migrate.core.clientconfig import client_settings
+from migrate.files import client_settings
 from migrate.core.compare import Report, compare_cross, compare_same, prefix_requests
 from migrate.core.snapshot import ISOLATION_LEVELS, PartitionSnapshot, Snapshot, select_topics, snapshot_from_json
 from migrate.errors import BadInput

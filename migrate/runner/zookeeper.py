@@ -374,7 +374,7 @@ class ZooKeeperChange:
                        result: ZooKeeperResult) -> str:
         """Refuse when a broker would be left pointing only at removed servers; returns the brokers' chroot."""
         from migrate.adapters import kafka as kafka_adapter
-        from migrate.core.clientconfig import client_settings
+        from migrate.files import client_settings
 
         req = self.req
         registered = zk.registered_brokers(self.chroot)

@@ -24,7 +24,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from migrate.core.canary import CanaryReport
-from migrate.core.clientconfig import client_settings
+from migrate.files import client_settings
 from migrate.errors import StepFailed
 from migrate.runner.canary import Canary
 from migrate.sandbox import Sandbox, SandboxSpec

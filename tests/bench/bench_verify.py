@@ -45,7 +45,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from migrate.adapters.spark import (SparkSettings, driver_class_data_options, kafka_source_jars, spark_session,  # noqa: E402
                                     standalone_cluster)
-from migrate.core.clientconfig import client_settings  # noqa: E402
+from migrate.files import client_settings  # noqa: E402
 from migrate.sandbox.testing import free_ip_prefix, running_sandbox  # noqa: E402
 from migrate.adapters.offsets import KafkaSide  # noqa: E402
 from migrate.runner.verify import Scope, take_snapshot  # noqa: E402

@@ -20,8 +20,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.kafka import TRUSTED_PRODUCER
-from migrate.core.clientconfig import client_settings
-from migrate.core.reassignment import BROKER_THROTTLE_CONFIGS, TOPIC_THROTTLE_CONFIGS
+from migrate.files import client_settings
+from migrate.core.throttles import BROKER_THROTTLE_CONFIGS, TOPIC_THROTTLE_CONFIGS
 
 OLD = (1, 2, 3)
 NEW = (4, 5, 6)

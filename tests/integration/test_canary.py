@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from migrate.core.clientconfig import client_settings
+from migrate.files import client_settings
 from migrate.runner.canary import Canary
 
 pytestmark = pytest.mark.integration

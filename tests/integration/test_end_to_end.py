@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 from kazoo.client import KazooClient
 
 from migrate.adapters.bookkeeping import BookkeepingTopic
-from migrate.core.clientconfig import client_settings
+from migrate.files import client_settings
 from migrate.sandbox.demo import Demo
 from migrate.core.model import parse_zookeeper_config
 from migrate.sandbox.testing import free_ip_prefix

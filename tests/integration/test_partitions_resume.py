@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Producer
 
 from migrate.adapters.bookkeeping import BookkeepingTopic, make_record
-from migrate.core.clientconfig import client_settings
+from migrate.files import client_settings
 from partitions_support import (
     MAPPING,
     NEW,

@@ -194,7 +194,7 @@ def test_a_leaderless_bookkeeping_topic_is_an_error_not_an_empty_ledger(cluster,
     """The bookkeeping topic listed with no leader (its broker down) still exists, and reading it
     waits, then fails with a clear error: an empty ledger would make a run forget what it recorded."""
     from migrate.adapters.bookkeeping import BookkeepingTopic, make_record
-    from migrate.core.clientconfig import client_settings
+    from migrate.files import client_settings
     from migrate.errors import StepFailed
 
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})

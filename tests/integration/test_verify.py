@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from migrate.adapters.spark import SparkSettings, spark_session
 from migrate.cli import main
-from migrate.core.clientconfig import client_settings
+from migrate.files import client_settings
 from migrate.sandbox.testing import unique_topic
 from migrate.adapters.offsets import KafkaSide
 

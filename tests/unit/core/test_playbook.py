@@ -8,7 +8,8 @@ import pytest
 
 from migrate.errors import BadInput
 from migrate.core.model import ZkServer
-from migrate.core.playbook import NewBroker, load_playbook, parse_playbook
+from migrate.core.playbook import NewBroker, parse_playbook
+from migrate.files import load_playbook
 
 BASE = """
 kafka: {bootstrap_servers: "h:9092"}

@@ -1,0 +1,74 @@
+"""Reading the files an operator names: the playbook, ``--command-config`` client properties.
+
+The core parses text and never opens a file; this module opens them, and turns a missing or
+unreadable file into a one-line :class:`BadInput` that names it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import javaproperties
+
+from migrate.core.clientconfig import ClientSettings, check_bootstrap
+from migrate.core.clientconfig import client_settings as _client_settings
+from migrate.core.playbook import Playbook, parse_playbook
+from migrate.errors import BadInput
+
+
+def load_command_config(path: str | Path | None) -> dict[str, str]:
+    """Read a ``client.properties`` file (Java properties syntax) as it is written."""
+    if path is None:
+        return {}
+    p = Path(path)
+    try:
+        with open(p, encoding="utf-8") as f:
+            props = javaproperties.load(f)
+    except FileNotFoundError:
+        raise BadInput(f"--command-config {p}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"--command-config {p}: cannot read it as Java properties ({exc})") from None
+    return dict(props)
+
+
+def client_settings(bootstrap_servers: str | None, command_config: str | Path | None = None,
+                    extra: dict[str, str] | None = None) -> ClientSettings:
+    """The client settings of ``--bootstrap-server`` and the ``--command-config`` file (and playbook extras)."""
+    check_bootstrap(bootstrap_servers)
+    props = load_command_config(command_config)
+    return _client_settings(bootstrap_servers, props, extra, f"--command-config {command_config}")
+
+
+def load_playbook(path: str | os.PathLike[str]) -> Playbook:
+    """Read, parse and validate a playbook file; read its ``kafka.command_config`` file too.
+
+    A relative ``command_config`` is taken relative to the playbook's folder.
+    Raises :class:`BadInput` (one line) when a file is missing or invalid.
+    """
+    path = os.fspath(path)
+    name = path  # as given: the runbook names it, so its commands run from where plan ran
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise BadInput(f"playbook {path} not found: give the path of a playbook (see playbooks/)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"playbook {path} cannot be read ({exc.__class__.__name__}: {exc}): check the path and permissions") from None
+    playbook = parse_playbook(text, name)
+    cc = playbook.kafka.command_config
+    if cc is None:
+        return playbook
+    cc_path = os.path.expanduser(cc)
+    if not os.path.isabs(cc_path):
+        cc_path = os.path.join(os.path.dirname(os.path.abspath(path)), cc_path)
+    try:
+        with open(cc_path, encoding="utf-8") as fh:
+            props = javaproperties.load(fh)
+    except FileNotFoundError:
+        raise BadInput(f"playbook {name}: kafka.command_config: file {cc_path} not found: fix the path (relative paths start at the playbook's folder)") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadInput(f"playbook {name}: kafka.command_config: cannot read {cc_path} as Java properties ({exc})") from None
+    kafka = replace(playbook.kafka, command_config=cc_path, command_config_properties=dict(props))
+    return replace(playbook, kafka=kafka)
