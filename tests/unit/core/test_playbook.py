@@ -118,26 +118,3 @@ def test_every_error_is_one_line_naming_the_field(text, expected):
     msg = exc.value.message
     assert "\n" not in msg
     assert msg.startswith("playbook bad.yaml" + expected), msg
-
-
-def test_command_config_is_read_relative_to_the_playbook(tmp_path):
-    (tmp_path / "client.properties").write_text("security.protocol=SASL_SSL\nsasl.mechanism = PLAIN\nclient.id=x\n")
-    (tmp_path / "p.yaml").write_text(
-        "kafka: {bootstrap_servers: 'h:9092', command_config: client.properties, client: {client.id: y}}\n"
-        "zookeeper: {connect: z}\n"
-    )
-    pb = load_playbook(tmp_path / "p.yaml")
-    assert pb.kafka.command_config == str(tmp_path / "client.properties")
-    assert pb.kafka.command_config_properties == {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "client.id": "x"}
-    assert pb.kafka.client_settings() == {
-        "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "client.id": "y", "bootstrap.servers": "h:9092",
-    }
-
-
-def test_missing_files_are_one_line(tmp_path):
-    with pytest.raises(BadInput, match="not found") as exc:
-        load_playbook(tmp_path / "nope.yaml")
-    assert "\n" not in exc.value.message
-    (tmp_path / "p.yaml").write_text("kafka: {bootstrap_servers: 'h:9092', command_config: missing.properties}\nzookeeper: {connect: z}\n")
-    with pytest.raises(BadInput, match=r"^playbook \S*/p.yaml: kafka.command_config: file .*missing.properties not found"):
-        load_playbook(tmp_path / "p.yaml")
