@@ -71,7 +71,7 @@ import tenacity  # noqa: E402
 
 from migrate.errors import StepFailed  # noqa: E402
 from migrate.core.model import Broker, Partition, Topic  # noqa: E402
-from migrate.core.reassignment import InFlight  # noqa: E402
+from migrate.core.moves import InFlight  # noqa: E402
 
 
 def transient_error(exc: BaseException) -> bool:

@@ -21,13 +21,8 @@ from rich.table import Table
 from migrate.files import client_settings
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
 from migrate.errors import BadInput
-from migrate.core.reassignment import (
-    DEFAULT_MAX_MOVES_PER_BROKER,
-    Caps,
-    compile_topic_filter,
-    mapping_plan_id,
-    parse_mapping,
-)
+from migrate.core.mapping import compile_topic_filter, mapping_plan_id, parse_mapping
+from migrate.core.scheduler import DEFAULT_MAX_MOVES_PER_BROKER, Caps
 from migrate.core.units import parse_duration
 
 DEFAULT_BOOKKEEPING_TOPIC = "__kmigrate_migration"

@@ -25,6 +25,7 @@ from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from migrate.errors import BadInput
 from migrate.core.model import RawJSON, ZkServer, _ints_text, _num, pretty_json, zk_server_doc
+from migrate.core.moves import PartitionMove  # the one move type; re-exported here for the plan's readers
 
 PLAN_KIND = "kmigrate.plan"
 PLAN_FORMAT_VERSION = 1
@@ -35,29 +36,7 @@ ACTORS = ("kmigrate", "operator")
 BLOCKS = ("all", "zookeeper", "partitions")
 
 
-class PartitionMove(NamedTuple):
-    """One partition to reassign. ``target`` is the full new replica list, preferred leader
-    first. ``bytes_to_move`` = ``size_bytes`` x number of replicas in ``target`` that are not in
-    ``current`` (``None`` when the partition's size is unknown)."""
-
-    topic: str
-    partition: int
-    current: tuple[int, ...]
-    target: tuple[int, ...]
-    bytes_to_move: int | None
-
-    @property
-    def adding(self) -> tuple[int, ...]:
-        """Replicas that must be copied."""
-        return tuple(b for b in self.target if b not in self.current)
-
-    @property
-    def removing(self) -> tuple[int, ...]:
-        """Replicas that go away."""
-        return tuple(b for b in self.current if b not in self.target)
-
-
-_make_move = PartitionMove._make
+_make_move = PartitionMove.from_row
 
 
 class MoveList(Sequence[PartitionMove]):
@@ -70,8 +49,11 @@ class MoveList(Sequence[PartitionMove]):
 
     __slots__ = ("_rows",)
 
-    def __init__(self, rows: Iterable[tuple[Any, ...]] = ()):
-        self._rows: tuple[tuple[Any, ...], ...] = rows if isinstance(rows, tuple) else tuple(rows)
+    def __init__(self, rows: Iterable[Any] = ()):
+        rows = rows if isinstance(rows, tuple) else tuple(rows)
+        if rows and isinstance(rows[0], PartitionMove):  # moves given as values: stored as their rows
+            rows = tuple(m.row if isinstance(m, PartitionMove) else m for m in rows)
+        self._rows: tuple[tuple[Any, ...], ...] = rows
 
     @property
     def rows(self) -> tuple[tuple[Any, ...], ...]:
@@ -284,7 +266,8 @@ def compute_plan_id(
     before, after = text.split('"moves":null', 1)
     h = hashlib.sha256(before.encode())
     h.update(b'"moves":')
-    rows: Iterable[tuple[Any, ...]] = moves.rows if isinstance(moves, MoveList) else moves
+    rows: Iterable[tuple[Any, ...]] = moves.rows if isinstance(moves, MoveList) else [
+        m.row if isinstance(m, PartitionMove) else m for m in moves]
     h.update(_canonical_moves(rows if presorted else sorted(rows, key=_row_key)).encode())
     h.update(after.encode())
     return h.hexdigest()[:PLAN_ID_HEX_DIGITS]

@@ -773,7 +773,7 @@ def plan_from_reassignment_json(
             src = p.leader if p.leader is not None and p.leader in p.replicas else p.replicas[0]
             if moved:
                 bytes_out[src] = bytes_out.get(src, 0) + moved
-        moves.append(PartitionMove(topic, p.partition, p.replicas, tgt, moved))
+        moves.append(PartitionMove(topic, p.partition, p.replicas, tgt, p.size_bytes))
     changed = {(m.topic, m.partition): m.target for m in moves}
     replicas_before: Counter[int] = Counter()
     replicas_after: Counter[int] = Counter()

@@ -45,35 +45,16 @@ from migrate.adapters.kafka import ReassignmentAdmin, transient_error
 from migrate.core.clientconfig import ClientSettings
 from migrate.errors import BadInput, StepFailed
 from migrate.core.model import Partition, Topic
-from migrate.core.reassignment import (
-    BROKER_THROTTLE_CONFIGS,
-    MAX_THROTTLE_CONFIG_CHARS,
-    SMALL_MOVE_SECONDS,
-    FOLLOWER_REPLICAS,
-    LEADER_REPLICAS,
-    TOPIC_THROTTLE_CONFIGS,
-    DEFAULT_POLL_INTERVAL_S,
-    Caps,
-    Decision,
-    InFlight,
-    PartitionMove,
-    Rate,
-    ReplicaKey,
-    ReplicaProgress,
-    TopicPhase,
-    advance,
-    config_chars,
-    fill_throttle_lists,
-    copied,
-    decide,
-    format_entries,
-    observe_progress,
-    parse_entries,
-    plan_targets,
-    schedule,
-    select_topics,
+from migrate.core.mapping import select_topics
+from migrate.core.moves import InFlight, PartitionMove, ReplicaKey, copied, plan_targets
+from migrate.core.phases import (
+    DEFAULT_POLL_INTERVAL_S, Decision, Rate, ReplicaProgress, TopicPhase, advance, decide, observe_progress,
     stalled_replicas,
-    throttle_entries,
+)
+from migrate.core.scheduler import SMALL_MOVE_SECONDS, Caps, schedule
+from migrate.core.throttles import (
+    BROKER_THROTTLE_CONFIGS, FOLLOWER_REPLICAS, LEADER_REPLICAS, MAX_THROTTLE_CONFIG_CHARS, TOPIC_THROTTLE_CONFIGS,
+    config_chars, fill_throttle_lists, format_entries, parse_entries, throttle_entries,
 )
 
 CRASH_ENV = "KMIGRATE_CRASH_AT"

@@ -6,7 +6,10 @@ must resume with this one, so they must decode and fold to the same ledger, and 
 write the same bytes for the same record.
 """
 
+import json
+
 from migrate.core.ledger import DEFAULT_TOPIC, KINDS, SCHEMA, Ledger, decode, encode, make_record
+from migrate.core.phases import ReplicaProgress
 
 T = 1700000000.123
 
@@ -108,3 +111,38 @@ def test_records_kmigrate_did_not_write_are_refused():
     assert decode(b"p1/x", b"not json") is None
     assert decode(b"p1/x", b'{"schema":"other/1","kind":"plan","plan_id":"p1"}') is None
     assert decode(b"p2/x", OLD_RECORDS[0][1]) is None  # key of another plan id
+
+
+def test_records_round_trip_and_foreign_records_are_refused():
+    rec = make_record("p1", "topic-moved", "orders", 0, topic="orders", target={"0": [4, 5]})
+    key, value = encode(rec)
+    assert key == b"p1/orders"
+    back = decode(key, value)
+    assert back is not None and back.value["schema"] == SCHEMA and back.value["topic"] == "orders"
+    assert decode(b"p1/orders", b"orders") is None
+    assert decode(b"p1/orders", json.dumps({"schema": "other", "kind": "plan", "plan_id": "p1"}).encode()) is None
+    assert decode(b"p2/orders", value) is None  # key and plan id disagree
+    assert decode(None, value) is None
+
+
+def test_ledger_trusts_only_its_plan_and_tracks_throttles():
+    R = make_record
+    ledger = Ledger([
+        R("p1", "topic-moved", "a", 0, topic="a", target={}),
+        R("p0", "topic-moved", "b", 0, topic="b", target={}),
+        R("p1", "topic-moved", "a", 1, topic="a", target={}),
+        R("p1", "throttle-broker", "4/x", 0, broker=4, config="x", value="5", prior=None),
+        R("p1", "throttle-broker", "4/x", 1, broker=4, config="x", value="5", prior="5"),  # read its own value
+        R("p1", "throttle-broker", "5/x", 1, broker=5, config="x", value="5", prior="7"),
+        R("p1", "throttle-cleared", "5/x", 2, scope="broker", broker=5, config="x"),
+        R("p1", "throttle-topic", "a/l", 0, topic="a", config="l", entries=["0:1"]),
+        R("p1", "throttle-topic", "a/l", 0, topic="a", config="l", entries=["1:1"]),
+        R("p1", "submitted", "a", 0, topic="a", partitions={"0": [4, 5]}),
+    ])
+    assert set(ledger.moved("p1")) == {"a"}
+    assert ledger.moved_counts("p1") == {"a": 2}
+    assert ledger.foreign_moved("p1") == {"p0": ["b"]}
+    assert ledger.broker_throttles() == {(4, "x"): {"value": "5", "prior": None}}
+    assert ledger.topic_throttles() == {("a", "l"): {"0:1", "1:1"}}
+    assert ledger.submitted("p1") == {("a", 0): (4, 5)}
+    assert ReplicaProgress(1, 0).reported is False

@@ -1,0 +1,91 @@
+"""Replication throttles as pure values: the configs, their entries, and what to change.
+
+Throttles are two halves: broker rates (``leader/follower.replication.throttled.rate``) and topic
+lists (``leader/follower.replication.throttled.replicas``, ``partition:broker`` entries).
+:func:`throttle_entries` gives the entries of moves in flight as Kafka's own tool sets them;
+:func:`fill_throttle_lists` keeps each list under :data:`MAX_THROTTLE_CONFIG_CHARS`;
+:func:`topic_list_change` says which config operation makes a list hold what kmigrate wants, and
+:func:`broker_rate_removal` what to do with a broker rate kmigrate recorded.
+
+    >>> from migrate.core.moves import PartitionMove
+    >>> throttle_entries([PartitionMove("t", 0, (1, 2), (4, 5))])
+    (('0:1', '0:2'), ('0:4', '0:5'))
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from migrate.core.moves import PartitionMove
+
+MAX_THROTTLE_CONFIG_CHARS = 50_000
+"""Longest ``*.replication.throttled.replicas`` value kmigrate writes for one topic.
+
+Topic configs live in one ZooKeeper znode (``jute.maxbuffer``, 1 MB by default, for all of the
+topic's configs) and travel in every config request; a topic with thousands of partitions moved
+at once would exceed it. The scheduler limits the partitions in flight per topic instead.
+"""
+
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+TOPIC_THROTTLE_CONFIGS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
+BROKER_THROTTLE_CONFIGS = (LEADER_RATE, FOLLOWER_RATE)
+
+
+def throttle_entries(moves: Iterable[PartitionMove]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(leader entries, follower entries) for moving partitions, as Kafka's own tool sets them:
+    leader throttle on every current replica (any may be the source), follower throttle on the
+    replicas being added. Sorted by partition then broker, no repeats."""
+    leader: set[tuple[int, int]] = set()
+    follower: set[tuple[int, int]] = set()
+    for m in moves:
+        leader.update((m.partition, b) for b in m.current)
+        follower.update((m.partition, b) for b in m.adding)
+    return tuple(f"{p}:{b}" for p, b in sorted(leader)), tuple(f"{p}:{b}" for p, b in sorted(follower))
+
+
+def fill_throttle_lists(listed: Sequence[PartitionMove], upcoming: Iterable[PartitionMove],
+                        max_chars: int = MAX_THROTTLE_CONFIG_CHARS) -> list[PartitionMove]:
+    """``listed`` (moves whose entries a topic's lists must hold), then ``upcoming`` moves in
+    order, as long as both lists stay within ``max_chars``. Linear in the moves, for topics with
+    thousands of partitions.
+
+    >>> ms = [PartitionMove("t", p, (1,), (4,)) for p in range(3)]
+    >>> [m.partition for m in fill_throttle_lists(ms[:1], ms[1:], max_chars=len("0:1,1:1"))]
+    [0, 1]
+    """
+    out = list(listed)
+    leader_entries, follower_entries = throttle_entries(out)
+    leader, follower = set(leader_entries), set(follower_entries)
+    # config_chars of a list = sum(len(entry) + 1) - 1 (no comma after the last entry)
+    sizes = [sum(len(e) + 1 for e in leader), sum(len(e) + 1 for e in follower)]
+    for m in upcoming:
+        adds = ({f"{m.partition}:{b}" for b in m.current} - leader, {f"{m.partition}:{b}" for b in m.adding} - follower)
+        grown = [size + sum(len(e) + 1 for e in add) for size, add in zip(sizes, adds)]
+        if max(grown) - 1 > max_chars:
+            break
+        leader |= adds[0]
+        follower |= adds[1]
+        sizes = grown
+        out.append(m)
+    return out
+
+
+def parse_entries(value: str | None) -> tuple[str, ...]:
+    """A throttled-replicas config value -> its entries (``"0:1, 1:2"`` -> ``("0:1", "1:2")``).
+    ``"*"`` stays ``("*",)``."""
+    if not value:
+        return ()
+    return tuple(e.strip() for e in value.split(",") if e.strip())
+
+
+def format_entries(entries: Iterable[str]) -> str:
+    return ",".join(entries)
+
+
+def config_chars(entries: Iterable[str]) -> int:
+    """Length of the config value the entries make (commas included)."""
+    items = list(entries)
+    return sum(len(e) for e in items) + max(0, len(items) - 1)
