@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Optional
 
@@ -14,8 +13,9 @@ from migrate.core.canary import CanaryReport
 from migrate.files import client_settings
 from migrate.core.units import parse_duration
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
-from migrate.errors import BadInput, EXIT_FAILURE
-from migrate.runner.canary import DEFAULT_TOPIC, Canary
+from migrate.errors import EXIT_FAILURE
+from migrate.runner.canary import DEFAULT_TOPIC, Canary, watch
+
 
 def report_table(report: CanaryReport, title: str = "canary") -> Table:
     table = Table("measure", "value", title=title)
@@ -45,18 +45,11 @@ def canary(
     seconds = None if duration is None else parse_duration(duration, "--duration")
     settings = client_settings(bootstrap_server, command_config)
     run = Canary(settings, topic=topic, rate_per_s=rate, replication_factor=replication_factor).start()
-    deadline = None if seconds is None else time.monotonic() + seconds
-    try:
-        if output == OutputFormat.text:
-            with Live(report_table(run.report()), console=console, refresh_per_second=2) as live:
-                while deadline is None or time.monotonic() < deadline:
-                    time.sleep(0.5)
-                    live.update(report_table(run.report(), title="canary (Ctrl-C to stop)"))
-        else:
-            while deadline is None or time.monotonic() < deadline:
-                time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
+    if output == OutputFormat.text:
+        with Live(report_table(run.report()), console=console, refresh_per_second=2) as live:
+            watch(run, seconds, lambda report: live.update(report_table(report, title="canary (Ctrl-C to stop)")))
+    else:
+        watch(run, seconds)
     report = run.stop()
     if output == OutputFormat.json:
         emit_json(report.to_dict())

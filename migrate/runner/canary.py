@@ -1,25 +1,23 @@
-"""The canary's clients: an idempotent acks=all producer and a consumer, on threads, feeding the ledger.
+"""The canary's run: a producer and a consumer on threads feeding the ledger, and the watch until the end.
 
-``Canary(settings).start()`` ... ``.stop()`` -> :class:`migrate.core.canary.CanaryReport`.
+``Canary(settings).start()`` ... ``.stop()`` -> :class:`migrate.core.canary.CanaryReport`;
+:func:`watch` lets a started canary run for a while (or until Ctrl-C), showing its figures. The
+clients are ``migrate.adapters.canary_clients``; the ledger and the report are ``migrate.core.canary``.
 """
 
 from __future__ import annotations
 
-import logging
+import math
 import threading
 import time
 import uuid
+from typing import Callable
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
-
-from migrate.core.canary import CanaryLedger, CanaryReport, decode, encode, leader_spread_assignment
-from migrate.adapters.kafka import TRUSTED_PRODUCER
+from migrate.adapters.canary_clients import CanaryConsumer, CanaryProducer, ClientError, ensure_topic
+from migrate.core.canary import CanaryLedger, CanaryReport, decode, encode
 from migrate.core.clientconfig import ClientSettings
 from migrate.errors import BadInput, StepFailed
-
-log = logging.getLogger("kmigrate.canary")
-_RDKAFKA_LOG = logging.getLogger("kmigrate.librdkafka")
+from migrate.runner.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll, wait_until
 
 DEFAULT_TOPIC = "kmigrate-canary"
 
@@ -48,42 +46,14 @@ class Canary:
     # ------------------------------------------------------------------ topic
     def ensure_topic(self, timeout_s: float = 60) -> int:
         """Create the canary topic (one partition led by each live broker) unless it exists; return its partition count."""
-        admin = AdminClient(self.settings.confluent(logger=_RDKAFKA_LOG))
-        try:
-            md = admin.list_topics(timeout=15)
-        except KafkaException as exc:
-            raise BadInput(f"cannot reach Kafka at {self.settings.bootstrap_servers}: {exc}") from None
-        if self.topic not in md.topics or md.topics[self.topic].error is not None:
-            assignment = leader_spread_assignment(sorted(md.brokers), self.replication_factor)
-            rf = len(assignment[0])
-            configs = {"min.insync.replicas": str(min(self.min_insync_replicas, rf))}
-            fut = admin.create_topics([NewTopic(self.topic, num_partitions=len(assignment), replica_assignment=assignment, config=configs)])[self.topic]
-            try:
-                fut.result(timeout=timeout_s)
-            except KafkaException as exc:
-                if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                    raise StepFailed(f"cannot create the canary topic {self.topic}: {exc}") from None
-        deadline = time.monotonic() + timeout_s
-        while True:
-            topic = admin.list_topics(self.topic, timeout=15).topics[self.topic]
-            if topic.error is None and topic.partitions and all(p.leader >= 0 for p in topic.partitions.values()):
-                return len(topic.partitions)
-            if time.monotonic() > deadline:
-                raise StepFailed(f"the canary topic {self.topic} has no leader for every partition after {timeout_s:.0f} s")
-            time.sleep(0.2)
+        return ensure_topic(self.settings, self.topic, self.replication_factor, self.min_insync_replicas, timeout_s)
 
     # ---------------------------------------------------------------- running
     def start(self) -> "Canary":
         self.partitions = self.ensure_topic()
-        consumer = Consumer(self.settings.confluent(**{
-            "group.id": f"kmigrate-canary-{self.run_id}", "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "logger": _RDKAFKA_LOG,
-        }))
+        consumer = CanaryConsumer(self.settings, f"kmigrate-canary-{self.run_id}")
         # Start reading at the current end of each partition (explicit offsets): this run's records come after it.
-        starts = []
-        for p in range(self.partitions):
-            starts.append(TopicPartition(self.topic, p, self._high_watermark(consumer, p)))
-        consumer.assign(starts)
+        consumer.assign(self.topic, {p: self._high_watermark(consumer, p) for p in range(self.partitions)})
         self._producer = self._warm_producer()
         self.ledger = CanaryLedger(self.topic, started_s=time.monotonic())
         self._threads = [
@@ -97,37 +67,34 @@ class Canary:
         self._threads[1].start()
         return self
 
-    def _warm_producer(self, timeout_s: float = 120) -> Producer:
+    def _warm_producer(self, timeout_s: float = 120) -> CanaryProducer:
         """An idempotent producer that has had one record acknowledged (producer id acquired, metadata known).
 
         The measurement starts after this, so a cluster's first-use delays are not counted as a stall.
         """
-        producer = Producer(self.settings.confluent(**{
-            **TRUSTED_PRODUCER, "linger.ms": 5, "message.timeout.ms": 300000,
-            "logger": _RDKAFKA_LOG,
-            "error_cb": lambda err: self._note_error(f"client: {err.str()}") if err.fatal() else None,
-        }))
-        result: list = []
-        producer.produce(self.topic, key=b"warm-up", value=b"kmigrate-canary-warm-up",
-                         on_delivery=lambda err, msg: result.append(err))
-        deadline = time.monotonic() + timeout_s
-        while not result and time.monotonic() < deadline:
+        producer = CanaryProducer(self.settings, on_fatal=self._note_error)
+        result: list[str | None] = []
+        producer.send(self.topic, b"warm-up", b"kmigrate-canary-warm-up", None,
+                      on_delivery=lambda err, value: result.append(err))
+
+        def delivered() -> bool:
             producer.poll(0.1)
+            return bool(result)
+
+        poll(delivered, timeout_s=timeout_s, interval_s=0)
         if not result or result[0] is not None:
             raise StepFailed(f"the canary could not write to {self.topic} within {timeout_s:.0f} s: "
                              f"{result[0] if result else 'no acknowledgement'}")
         return producer
 
-    def _high_watermark(self, consumer: Consumer, partition: int, timeout_s: float = 60) -> int:
+    def _high_watermark(self, consumer: CanaryConsumer, partition: int, timeout_s: float = 60) -> int:
         """The partition's high watermark; a new client may not know a just-created topic yet, so ask again."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                return consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=10)[1]
-            except KafkaException as exc:
-                if time.monotonic() > deadline:
-                    raise StepFailed(f"cannot read the end offset of {self.topic}-{partition}: {exc}") from None
-                time.sleep(0.5)
+        try:
+            return wait_until(lambda: (consumer.end_offset(self.topic, partition),), timeout_s=timeout_s,
+                              interval_s=0.5, what=f"the end offset of {self.topic}-{partition}",
+                              retry_on=(ClientError,))[0]
+        except ClientError as exc:
+            raise StepFailed(f"cannot read the end offset of {self.topic}-{partition}: {exc}") from None
 
     def _produce(self) -> None:
         assert self.ledger is not None
@@ -137,14 +104,14 @@ class Canary:
         seq = 0
         next_s = time.monotonic()
 
-        def delivered(err, msg, seq_=None):
+        def delivered(err: str | None, value: bytes | None) -> None:
             now = time.monotonic()
-            s = decode(self.run_id, msg.value())
+            s = decode(self.run_id, value)
             if s is None:
                 return
             with self._lock:
                 if err is not None:
-                    self.ledger.on_send_error(s, err.str(), now)
+                    self.ledger.on_send_error(s, err, now)
                 else:
                     self.ledger.on_ack(s, sent_at.pop(s, now), now)
 
@@ -154,15 +121,13 @@ class Canary:
                 producer.poll(min(next_s - now, 0.05))
                 continue
             sent_at[seq] = now
-            try:
-                producer.produce(self.topic, key=str(seq).encode(), value=encode(self.run_id, seq),
-                                 partition=seq % self.partitions, on_delivery=delivered)
-                with self._lock:
-                    self.ledger.on_send(seq)
-                seq += 1
-            except BufferError:
+            if not producer.send(self.topic, str(seq).encode(), encode(self.run_id, seq), seq % self.partitions,
+                                 delivered):
                 producer.poll(0.1)
                 continue
+            with self._lock:
+                self.ledger.on_send(seq)
+            seq += 1
             next_s += interval
             if next_s < now - 1.0:  # fell behind (a stall): do not burst to catch up
                 next_s = now
@@ -172,20 +137,19 @@ class Canary:
         if left:
             self._note_error(f"{left} records still unacknowledged 300 s after the end")
 
-    def _consume(self, consumer: Consumer) -> None:
+    def _consume(self, consumer: CanaryConsumer) -> None:
         assert self.ledger is not None
         try:
             self._consumer_ready.set()
             while not self._stop_consuming.is_set():
-                for msg in consumer.consume(500, timeout=0.2):
-                    if msg.error() is not None:
-                        if not msg.error().retriable() and msg.error().code() != -191:  # -191: partition EOF
-                            self._note_error(f"consumer: {msg.error().str()}")
-                        continue
-                    seq = decode(self.run_id, msg.value())
+                records, errors = consumer.consume(500, timeout_s=0.2)
+                for error in errors:
+                    self._note_error(f"consumer: {error}")
+                for value, partition in records:
+                    seq = decode(self.run_id, value)
                     if seq is not None:
                         with self._lock:
-                            self.ledger.on_consume(seq, msg.partition())
+                            self.ledger.on_consume(seq, partition)
         finally:
             self._consumer_ready.set()
             consumer.close()
@@ -201,18 +165,31 @@ class Canary:
         with self._lock:
             return self.ledger.report(time.monotonic(), self._producing_ended_s or time.monotonic())
 
+    def _drained(self) -> bool:
+        with self._lock:
+            return self.ledger.acked <= self.ledger.consumed
+
     def stop(self, drain_timeout_s: float = 60) -> CanaryReport:
         """Stop producing, wait until every acknowledged record is consumed (or the timeout), and report."""
         assert self.ledger is not None
         self._stop_producing.set()
         self._threads[1].join(330)
-        deadline = time.monotonic() + drain_timeout_s
-        while time.monotonic() < deadline:
-            with self._lock:
-                if self.ledger.acked <= self.ledger.consumed:
-                    break
-            time.sleep(0.1)
+        poll(self._drained, timeout_s=drain_timeout_s, interval_s=0.1)
         self._stop_consuming.set()
         self._threads[0].join(30)
         with self._lock:
             return self.ledger.report(time.monotonic(), self._producing_ended_s)
+
+
+def watch(canary: Canary, seconds: float | None, show: Callable[[CanaryReport], None] | None = None,
+          interval_s: float = 0.5, clock: Clock | FakeClock = SYSTEM_CLOCK) -> None:
+    """Let a started canary run for ``seconds`` (``None``: until Ctrl-C), handing its figures to ``show``
+    every ``interval_s``. Returns at the end or at Ctrl-C; the canary keeps running (``stop`` it)."""
+    def tick() -> None:
+        if show is not None:
+            show(canary.report())
+
+    try:
+        poll(tick, timeout_s=math.inf if seconds is None else seconds, interval_s=interval_s, clock=clock)
+    except KeyboardInterrupt:
+        pass
