@@ -15,6 +15,7 @@ import javaproperties
 from migrate.core.clientconfig import ClientSettings, check_bootstrap
 from migrate.core.clientconfig import client_settings as _client_settings
 from migrate.core.playbook import Playbook, parse_playbook
+from migrate.core.plan import Plan
 from migrate.errors import BadInput
 
 
@@ -72,3 +73,16 @@ def load_playbook(path: str | os.PathLike[str]) -> Playbook:
         raise BadInput(f"playbook {name}: kafka.command_config: cannot read {cc_path} as Java properties ({exc})") from None
     kafka = replace(playbook.kafka, command_config=cc_path, command_config_properties=dict(props))
     return replace(playbook, kafka=kafka)
+
+
+def load_plan(path: str | os.PathLike[str]) -> "Plan":
+    """Read a plan written by ``kmigrate plan`` (``--plan``); BadInput when it is missing or unreadable."""
+    from migrate.core.plan import plan_from_json
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"--plan {path}: no such file (write one with kmigrate plan)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"--plan {path}: cannot read it ({exc})") from None
+    return plan_from_json(text, str(path))

@@ -32,7 +32,8 @@ from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixe
 
 from migrate.adapters import fourletter
 from migrate.errors import BadInput
-from migrate.core.zookeeper import ConfigError, DynamicConfig, Reconfig, parse_config, split_host_port
+from migrate.core.units import split_host_port
+from migrate.core.zookeeper import ConfigError, DynamicConfig, Reconfig, address_key, bracket, parse_config
 
 log = logging.getLogger("kmigrate.zookeeper")
 # kazoo reports every dropped connection (expected while servers leave); keep it off the terminal
@@ -63,27 +64,6 @@ class ReconfigRefused(Exception):
         self.kind = kind  # bad-version | in-progress | no-quorum | disabled | no-auth | unimplemented | other
 
 
-def split_connect(connect: str) -> tuple[str, str]:
-    """``h1:2181,h2:2181/kafka`` -> (``h1:2181,h2:2181``, ``/kafka``); hosts without a port get 2181."""
-    connect = connect.strip()
-    hosts, slash, chroot = connect.partition("/")
-    chroot = ("/" + chroot.rstrip("/")) if slash and chroot.strip("/") else ""
-    out = []
-    for h in hosts.split(","):
-        h = h.strip()
-        if not h:
-            continue
-        if h.startswith("[") and "]:" not in h or (not h.startswith("[") and ":" not in h):
-            h = f"{h}:2181"
-        host, port = split_host_port(h)
-        if not host or not port.isdigit():
-            raise BadInput(f"--zookeeper {connect!r}: expected host:port[,host:port...][/chroot]")
-        out.append(f"{host}:{port}")
-    if not out:
-        raise BadInput(f"--zookeeper {connect!r}: no host given; expected host:port[,host:port...][/chroot]")
-    return ",".join(out), chroot
-
-
 def parse_auth(text: str | None) -> list[tuple[str, str]]:
     """``--zk-auth user:password`` -> kazoo auth_data (digest scheme)."""
     if not text:
@@ -94,20 +74,19 @@ def parse_auth(text: str | None) -> list[tuple[str, str]]:
 
 
 def _address(addr: str) -> tuple[str, int]:
-    host, port = split_host_port(addr)
-    return host.strip("[]"), int(port)
+    return split_host_port(addr, None, "address")
 
 
 def resolve_aliases(addresses: list[str]) -> dict[str, frozenset[str]]:
     """Other spellings (resolved IPs) of each ``host:port``, so a broker's hostname matches a config's IP."""
     out: dict[str, frozenset[str]] = {}
     for a in set(addresses):
-        host, port = split_host_port(a)
+        host, port = split_host_port(a, 2181, "address")
         try:
-            ips = {info[4][0] for info in socket.getaddrinfo(host.strip("[]"), None, proto=socket.IPPROTO_TCP)}
+            ips = {info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
         except OSError:
             ips = set()
-        out[f"{host.lower()}:{port}"] = frozenset(f"{ip}:{port}" if ":" not in ip else f"[{ip}]:{port}" for ip in ips)
+        out[address_key(a)] = frozenset(f"{bracket(ip)}:{port}" for ip in ips)
     return out
 
 
@@ -199,17 +178,6 @@ class ZooKeeper:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @property
-    def connected_to(self) -> str | None:
-        """``host:port`` of the server this session is on (None when disconnected)."""
-        conn = getattr(self._zk, "_connection", None)
-        sock = getattr(conn, "_socket", None)
-        try:
-            host, port = sock.getpeername()[:2]  # type: ignore[union-attr]
-            return f"{host}:{port}"
-        except Exception:
-            return None
-
     # ---------------------------------------------------------------- config
     @retry(**READ_RETRY)
     def committed_config(self) -> DynamicConfig:
@@ -231,11 +199,9 @@ class ZooKeeper:
         """Send the reconfig and return kazoo's async result without waiting for the answer."""
         return self._zk.reconfig_async(rc.joining_arg, rc.leaving_arg, None, -1 if rc.from_version is None else rc.from_version)
 
-    def wait_sent(self, timeout_s: float = 5.0) -> None:
-        """Block until every queued request has been written to the socket (used by the crash hook)."""
-        deadline = time.monotonic() + timeout_s
-        while getattr(self._zk, "_queue", None) and time.monotonic() < deadline:
-            time.sleep(0.001)
+    def all_sent(self) -> bool:
+        """True once every queued request has been written to the socket (the crash hook waits for it)."""
+        return not getattr(self._zk, "_queue", None)
 
     def drop_connection(self) -> None:
         """Drop this session's connection (kazoo reconnects): the fault behind a lost answer, for tests."""
@@ -424,16 +390,10 @@ class WriteProbe:
             self._stop.wait(self.interval_s)
         self._gap(time.monotonic() - last_ok, last_ok)
 
-    def wait_writes(self, count: int, timeout_s: float) -> bool:
-        """Block until ``count`` more writes have been committed (a baseline before the change, a
-        recovery after it); False when that takes longer than ``timeout_s``."""
-        goal = self.report.writes_ok + count
-        deadline = time.monotonic() + timeout_s
-        while self.report.writes_ok < goal:
-            if time.monotonic() > deadline or (self._thread is not None and not self._thread.is_alive()):
-                return False
-            time.sleep(0.01)
-        return True
+    @property
+    def running(self) -> bool:
+        """The writer loop is alive (the runner stops waiting for writes once it is not)."""
+        return self._thread is not None and self._thread.is_alive()
 
     def _gap(self, gap_s: float, since: float) -> None:
         if gap_s * 1000 > self.report.longest_stall_ms:

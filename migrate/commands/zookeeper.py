@@ -3,6 +3,10 @@
     kmigrate zookeeper --zookeeper zk1:2181 --add '4=zk4:2888:3888;2181,5=zk5:2888:3888;2181' \\
         --remove 1,2,3 --bootstrap-server kafka1:9092
     kmigrate zookeeper joiner-config 4 --zookeeper zk1:2181 --add '4=zk4:2888:3888;2181,5=zk5:2888:3888;2181'
+    kmigrate zookeeper --plan plan.json --bootstrap-server kafka1:9092
+
+With ``--plan``, the change is the one the plan recorded (its connect string, joiners and removals);
+``--zookeeper``, ``--add`` or ``--remove`` given as well must agree with it.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import typer
 
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.errors import BadInput
-from migrate.core.zookeeper import ConfigError, Server, parse_server_spec
+from migrate.core.zookeeper import ConfigError, Server, address_key, parse_server_spec, split_connect
 
 app = typer.Typer(
     help="Swap the ZooKeeper voters with dynamic reconfiguration: joiners follow as observers, one guarded "
@@ -32,6 +36,9 @@ ADD_OPTION = typer.Option(
 )
 PLAYBOOK_OPTION = typer.Option(None, "--playbook", help="Playbook YAML giving zookeeper.connect/add/remove and kafka settings.")
 ZK_AUTH_OPTION = typer.Option(None, "--zk-auth", help="user:password for ZooKeeper digest auth (a super user may reconfig).")
+PLAN_OPTION = typer.Option(
+    None, "--plan", help="Plan written by kmigrate plan: perform the ZooKeeper change it recorded (connect string, joiners, removals)."
+)
 
 
 def _playbook(path: Optional[Path]):
@@ -42,15 +49,51 @@ def _playbook(path: Optional[Path]):
     return load_playbook(path)
 
 
-def _to_server(z) -> Server:
-    """A playbook/model ZkServer as a zkconfig Server (IPv6 hosts get their brackets back)."""
+def _plan(path: Optional[Path]):
+    if path is None:
+        return None
+    from migrate.files import load_plan
 
-    def bracket(h: Optional[str]) -> Optional[str]:
-        return f"[{h}]" if h and ":" in h and not h.startswith("[") else h
+    return load_plan(path)
 
-    # the playbook's convention: no client_host means the client port binds the server's host
-    return Server(z.id, bracket(z.host), z.quorum_port, z.election_port, "participant", z.client_port,
-                  bracket(z.client_host or z.host))
+
+def change_from_plan(plan, connect: Optional[str], adds: tuple[Server | int, ...],
+                     removes: tuple[int, ...]) -> tuple[str, tuple[Server, ...], tuple[int, ...]]:
+    """The ZooKeeper change a plan recorded: (connect string, joiners, ids to remove).
+
+    ``connect``, ``adds`` and ``removes`` are what the operator gave explicitly alongside ``--plan``
+    (None/empty: not given); one that contradicts the plan is refused with one line (BadInput).
+    A ``--zookeeper`` agrees when it has the plan's chroot and names only servers of the plan
+    (the current servers or the joiners: after the change, only the new ones may be up).
+    """
+    zk = plan.zookeeper
+    where = f"plan {plan.plan_id}"
+    if zk is None:
+        raise BadInput(f"{where} has no ZooKeeper change (its playbook adds and removes no server): "
+                       "give --add/--remove, or re-run kmigrate plan with zookeeper.add/remove in the playbook")
+    joiners = tuple(j.described() for j in zk.joiners)
+    if connect:
+        known = {address_key(a) for text in (zk.connect_before, zk.connect_during, zk.connect_after)
+                 for a in split_connect(text)[0].split(",")}
+        known |= {address_key(s.client_address) for s in zk.current + joiners if s.client_address}
+        hosts, chroot = split_connect(connect)
+        foreign = [h for h in hosts.split(",") if address_key(h) not in known]
+        if chroot != split_connect(zk.connect_before)[1] or foreign:
+            raise BadInput(f"--zookeeper {connect} contradicts {where} (its ensemble is {zk.connect_before}): "
+                           "drop --zookeeper or re-run kmigrate plan")
+    if adds:
+        by_id = {j.id: j for j in joiners}
+        ids = [a.id if isinstance(a, Server) else a for a in adds]
+        differ = [a for a in adds if isinstance(a, Server) and (a.id not in by_id or not a.same_member(by_id[a.id]))]
+        if sorted(ids) != sorted(by_id) or differ:
+            shown = ",".join(map(str, sorted(by_id))) or "none"
+            raise BadInput(f"--add {','.join(map(str, ids))} contradicts {where} (its joiners are {shown}): "
+                           "drop --add or re-run kmigrate plan")
+    if removes and sorted(set(removes)) != sorted(zk.remove):
+        shown = ",".join(map(str, zk.remove)) or "none"
+        raise BadInput(f"--remove {','.join(map(str, removes))} contradicts {where} (it removes {shown}): "
+                       "drop --remove or re-run kmigrate plan")
+    return zk.connect_before, joiners, tuple(zk.remove)
 
 
 def parse_add(values: Optional[List[str]]) -> tuple[Server | int, ...]:
@@ -85,6 +128,7 @@ def zookeeper(
     add: Optional[List[str]] = ADD_OPTION,
     remove: Optional[List[str]] = typer.Option(None, "--remove", help="Ids of the servers that leave, e.g. 1,2,3."),
     playbook: Optional[Path] = PLAYBOOK_OPTION,
+    plan: Optional[Path] = PLAN_OPTION,
     step_by_step: bool = typer.Option(
         False, "--step-by-step", help="Add and remove one server per reconfig, keeping a majority of the previous config at every step."
     ),
@@ -104,11 +148,22 @@ def zookeeper(
     from migrate.runner.zookeeper import ZooKeeperRequest, run_zookeeper_change
 
     book = _playbook(playbook)
-    connect = zookeeper_connect or (book.zookeeper.connect if book else None)
+    pl = _plan(plan)
+    known = tuple(s.described() for s in book.zookeeper.add) if book else ()
+    if pl is not None:  # flag > plan > playbook: the plan's change, explicit flags only if they agree
+        blocking = pl.errors(force=force, step="zookeeper")
+        if blocking:
+            raise BadInput(f"plan {pl.plan_id}: {blocking[0].message}"
+                           + (f" (and {len(blocking) - 1} more error(s))" if len(blocking) > 1 else ""))
+        connect, adds, removes = change_from_plan(pl, zookeeper_connect, parse_add(add), parse_remove(remove))
+        connect = zookeeper_connect or connect
+        known = adds
+    else:
+        connect = zookeeper_connect or (book.zookeeper.connect if book else None)
+        adds = parse_add(add) if add else tuple(s.id for s in book.zookeeper.add) if book else ()
+        removes = parse_remove(remove) if remove else (book.zookeeper.remove if book else ())
     if not connect:
         raise BadInput("no ZooKeeper to talk to: give --zookeeper host:port[,host:port...] (or --playbook)")
-    adds = parse_add(add) if add else tuple(s.id for s in book.zookeeper.add) if book else ()
-    removes = parse_remove(remove) if remove else (book.zookeeper.remove if book else ())
     if not adds and not removes:
         raise BadInput("nothing to do: give --add (joiners that become voters) and/or --remove (ids that leave), or --playbook")
     if joiner_timeout <= 0:
@@ -117,7 +172,7 @@ def zookeeper(
         connect=connect,
         add=adds,
         remove=removes,
-        known=tuple(_to_server(s) for s in book.zookeeper.add) if book else (),
+        known=known,
         step_by_step=step_by_step,
         dry_run=dry_run,
         force=force,
@@ -191,7 +246,7 @@ def joiner_config(
     if not connect:
         raise BadInput("no ZooKeeper to read the committed config from: give --zookeeper host:port (or --playbook)")
     adds = parse_add(add) if add else (tuple(s.id for s in book.zookeeper.add) if book else ())
-    known = tuple(_to_server(s) for s in book.zookeeper.add) if book else ()
+    known = tuple(s.described() for s in book.zookeeper.add) if book else ()
     config, committed, warnings = render_joiner_config(connect, joiner, adds, known, zk_auth)
     for w in warnings:
         err_console.print(f"warning: {w}", markup=False)

@@ -48,17 +48,18 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
-from migrate.core.model import ClusterSnapshot, parse_rack, version_tuple
+from migrate.core.model import ClusterSnapshot, parse_rack
 from migrate.core.plan import BrokerTotal, Finding, ZkPlan
 from migrate.core.playbook import Playbook
-from migrate.core.units import format_bytes, format_duration, format_rate, parse_connect
+from migrate.core.units import format_bytes, format_duration, format_rate, parse_connect, split_host_port
+from migrate.core.zookeeper import PARTICIPANT, low_joiner_ids, supports_reconfig, voter_count_risk
 
-MIN_ZOOKEEPER_VERSION = (3, 5, 0)
 _MAX_LISTED = 8
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
 
 def _ids(ids: Iterable[object], limit: int = _MAX_LISTED) -> str:
+    """Ids for a message: the first ``limit``, then ``and N more``."""
     items = list(ids)
     shown = ", ".join(map(str, items[:limit]))
     if len(items) > limit:
@@ -75,12 +76,7 @@ def blocking_findings(findings: Iterable[Finding], *, step: str | None = None, f
     """The errors that stop ``step`` (``zookeeper``/``partitions``; ``None`` = any), honouring
     ``force`` for forceable ones."""
     out = []
-    for f in findings:
-        if f.severity != "error" or (force and f.forceable):
-            continue
-        if step is None or f.blocks in ("all", step, None):
-            out.append(f)
-    return tuple(out)
+    return tuple(f for f in findings if f.blocking(step, force))
 
 
 def tolerance(voters: int) -> str:
@@ -259,11 +255,11 @@ def audit_zookeeper(snapshot: ClusterSnapshot, playbook: Playbook, zk: ZkPlan | 
         return out
     for sid in sorted(set(current_ids) | set(ens.server_versions)):
         v = ens.server_versions.get(sid)
-        vt = version_tuple(v)
-        if vt is None:
+        supported = supports_reconfig(v)
+        if supported is None:
             out.append(Finding("warning", "zookeeper.version_unknown", f"zookeeper server {sid}",
                                f"the version of ZooKeeper server {sid} is unknown: dynamic reconfiguration needs 3.5.0 or later"))
-        elif vt < MIN_ZOOKEEPER_VERSION:
+        elif not supported:
             out.append(Finding("error", "zookeeper.version", f"zookeeper server {sid}",
                                f"ZooKeeper server {sid} runs {v}: dynamic reconfiguration needs 3.5.0 or later; "
                                "upgrade the ensemble first", forceable=False, blocks="zookeeper"))
@@ -274,15 +270,12 @@ def audit_zookeeper(snapshot: ClusterSnapshot, playbook: Playbook, zk: ZkPlan | 
     elif ens.reconfig_enabled is None:
         out.append(Finding("warning", "zookeeper.reconfig_unknown", "zookeeper",
                            "could not tell whether reconfigEnabled=true: kmigrate zookeeper checks it again"))
-    others = [c for c in current_ids if c not in joiner_ids]
-    if others:
-        top = max(others)
-        low = sorted(j for j in joiner_ids if j <= top)
-        if low:
-            out.append(Finding("error", "zookeeper.joiner_id_order", "zookeeper",
-                               f"joiner id(s) {_ids(low)} not greater than current id {top}: give joiners ids above "
-                               f"{top} (e.g. {top + 1})", forceable=False, blocks="zookeeper"))
-    participants = {s.id for s in zk.current if s.role == "participant"}
+    top, low = low_joiner_ids(current_ids, joiner_ids)
+    if low:
+        out.append(Finding("error", "zookeeper.joiner_id_order", "zookeeper",
+                           f"joiner id(s) {_ids(low)} not greater than current id {top}: give joiners ids above "
+                           f"{top} (e.g. {top + 1})", forceable=False, blocks="zookeeper"))
+    participants = {s.id for s in zk.current if s.role == PARTICIPANT}
     already = sorted(set(joiner_ids) & participants)
     if already:
         out.append(Finding("error", "zookeeper.joiner_is_participant", "zookeeper",
@@ -294,15 +287,16 @@ def audit_zookeeper(snapshot: ClusterSnapshot, playbook: Playbook, zk: ZkPlan | 
                            f"server(s) {_ids(missing)} to remove are not in the committed configuration "
                            f"({_ids(current_ids)}): already removed?"))
     voters = len(zk.voters_after)
-    if voters == 0:
+    risk = voter_count_risk(voters)
+    if risk == "none":
         out.append(Finding("error", "zookeeper.voters", "zookeeper",
                            "the new configuration has no voting member: add joiners or remove fewer servers",
                            forceable=False, blocks="zookeeper"))
-    elif voters == 1:
+    elif risk == "one":
         out.append(Finding("error", "zookeeper.voters", "zookeeper",
                            f"the new configuration has 1 voter ({tolerance(1)}): use 3 or 5; --force accepts it",
                            forceable=True, blocks="zookeeper"))
-    elif voters % 2 == 0:
+    elif risk in ("two", "even"):
         out.append(Finding("warning", "zookeeper.voters", "zookeeper",
                            f"the new configuration has {voters} voters: {tolerance(voters)}; "
                            f"{tolerance(voters - 1)}, {tolerance(voters + 1)}: use an odd number"))
@@ -313,8 +307,8 @@ def audit_zookeeper(snapshot: ClusterSnapshot, playbook: Playbook, zk: ZkPlan | 
                            f"({tolerance(len(zk.voters_before))}) has less margin during the change"))
     new_hosts: set[tuple[str, int]] = set()
     for j in zk.joiners:
-        host, _, port = j.client_address.rpartition(":")
-        new_hosts.add((host, int(port)))
+        if j.client_address:
+            new_hosts.add(split_host_port(j.client_address))
     if zk.remove and new_hosts:
         lacking: list[str] = []
         for b in sorted(snapshot.brokers, key=lambda b: b.id):

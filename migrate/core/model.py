@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Iterable, Mapping
 
+from migrate.core.zookeeper import ROLES as ZK_ROLES, Server
 from migrate.errors import BadInput
 
 FORMAT_VERSION = 1
@@ -43,48 +44,7 @@ SNAPSHOT_KIND = "kmigrate.cluster-snapshot"
 
 DEFAULT_RACK_SEPARATOR = "/"
 
-ZK_ROLES = ("participant", "observer")
 ZK_MODES = ("leader", "follower", "observer", "standalone", "unreachable")
-
-
-@dataclass(frozen=True, slots=True)
-class ZkServer:
-    """One server of the ZooKeeper ensemble, as in a ``server.N=`` line of ``/zookeeper/config``.
-
-    ``server.4=10.0.0.4:2888:3888:participant;0.0.0.0:2181`` is
-    ``ZkServer(4, "10.0.0.4", 2888, 3888, 2181, "0.0.0.0", "participant")``.
-
-    ``client_host`` is the client-port address (``None``: not given; ZooKeeper then listens on
-    every address). ``role`` is ``"participant"`` (a voter) or ``"observer"``.
-    """
-
-    id: int
-    host: str
-    quorum_port: int = 2888
-    election_port: int = 3888
-    client_port: int = 2181
-    client_host: str | None = None
-    role: str = "participant"
-
-    @property
-    def client_address(self) -> str:
-        """``host:port`` clients use; a wildcard client host (0.0.0.0, ::) means ``host``."""
-        chost = self.client_host
-        if not chost or chost in ("0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"):
-            chost = self.host
-        return f"{chost}:{self.client_port}"
-
-    def spec(self, role: str | None = None) -> str:
-        """The dynamic-config line, e.g. ``server.4=h4:2888:3888:participant;h4:2181``.
-
-        The client address is ``client_host`` when given, else ``host`` (binding a specific
-        address lets several servers share a machine, as in the sandbox).
-        """
-        chost = self.client_host or self.host
-        return (
-            f"server.{self.id}={self.host}:{self.quorum_port}:{self.election_port}:"
-            f"{role or self.role};{chost}:{self.client_port}"
-        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,7 +63,7 @@ class ZkEnsemble:
 
     connect: str
     config_version: int | None = None
-    servers: tuple[ZkServer, ...] = ()
+    servers: tuple[Server, ...] = ()
     reconfig_enabled: bool | None = None
     server_versions: Mapping[int, str] = field(default_factory=dict)
     server_modes: Mapping[int, str] = field(default_factory=dict)
@@ -220,103 +180,6 @@ def parse_rack(rack: str | None, separator: str = DEFAULT_RACK_SEPARATOR) -> tup
     return rack, None
 
 
-def parse_zookeeper_config(text: str) -> tuple[tuple[ZkServer, ...], int | None]:
-    """Parse the content of ``/zookeeper/config`` (or a dynamic config file).
-
-    Returns the servers sorted by id and the version as an int (the hex ``version=`` line), or
-    ``None`` when there is no version line::
-
-        server.1=127.0.0.1:2888:3888:participant;0.0.0.0:2181
-        version=100000000
-
-    Raises :class:`BadInput` on a line it cannot read.
-    """
-    servers: dict[int, ZkServer] = {}
-    version: int | None = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise BadInput(f"ZooKeeper config line {line!r} has no '='")
-        key = key.strip()
-        value = value.strip()
-        if key == "version":
-            try:
-                version = int(value, 16)
-            except ValueError:
-                raise BadInput(f"ZooKeeper config version {value!r} is not hexadecimal") from None
-            continue
-        if not key.startswith("server."):
-            continue  # other dynamic keys are not ours
-        try:
-            sid = int(key[len("server.") :])
-        except ValueError:
-            raise BadInput(f"ZooKeeper config key {key!r} has no numeric server id") from None
-        servers[sid] = _parse_server_value(sid, value)
-    return tuple(servers[k] for k in sorted(servers)), version
-
-
-def _parse_server_value(sid: int, value: str) -> ZkServer:
-    addr, _, client = value.partition(";")
-    host, parts = _split_server_address(addr.strip(), sid, value)
-    if len(parts) < 2:
-        raise BadInput(f"ZooKeeper server.{sid}={value!r}: expected host:quorum_port:election_port[:role]")
-    try:
-        quorum_port, election_port = int(parts[0]), int(parts[1])
-    except ValueError:
-        raise BadInput(f"ZooKeeper server.{sid}={value!r}: ports must be numbers") from None
-    role = parts[2] if len(parts) > 2 and parts[2] else "participant"
-    if role not in ZK_ROLES:
-        raise BadInput(f"ZooKeeper server.{sid}={value!r}: role {role!r} is not participant or observer")
-    client_host: str | None = None
-    client_port = 2181
-    client = client.strip()
-    if client:
-        if ":" in client.strip("[]") and not client.startswith("["):
-            chost, _, cport = client.rpartition(":")
-        elif client.startswith("["):
-            end = client.find("]")
-            chost, cport = client[1:end], client[end + 2 :]
-        else:
-            chost, cport = "", client
-        try:
-            client_port = int(cport)
-        except ValueError:
-            raise BadInput(f"ZooKeeper server.{sid}={value!r}: client port {cport!r} is not a number") from None
-        client_host = chost or None
-    return ZkServer(sid, host, quorum_port, election_port, client_port, client_host, role)
-
-
-def _split_server_address(addr: str, sid: int, value: str) -> tuple[str, list[str]]:
-    if addr.startswith("["):
-        end = addr.find("]")
-        if end < 0:
-            raise BadInput(f"ZooKeeper server.{sid}={value!r}: unclosed '['")
-        return addr[1:end], addr[end + 2 :].split(":")
-    host, *parts = addr.split(":")
-    return host, parts
-
-
-def version_tuple(version: str | None) -> tuple[int, ...] | None:
-    """``"3.8.6"`` -> ``(3, 8, 6)``; ``None`` or unreadable -> ``None``. Suffixes are ignored."""
-    if not version:
-        return None
-    nums: list[int] = []
-    for part in version.split("."):
-        digits = ""
-        for ch in part:
-            if ch.isdigit():
-                digits += ch
-            else:
-                break
-        if not digits:
-            break
-        nums.append(int(digits))
-    return tuple(nums) or None
-
-
 # --------------------------------------------------------------------------- JSON
 
 
@@ -399,7 +262,7 @@ def snapshot_to_dict(snapshot: ClusterSnapshot) -> dict[str, Any]:
     return json.loads(snapshot_to_json(snapshot))
 
 
-def zk_server_doc(s: ZkServer) -> dict[str, Any]:
+def zk_server_doc(s: Server) -> dict[str, Any]:
     """The JSON form of one ZooKeeper server (cluster files and plan files alike)."""
     return {
         "id": s.id,
@@ -555,12 +418,12 @@ def snapshot_from_json(text: str, source: str = "cluster.json") -> ClusterSnapsh
         if role not in ZK_ROLES:
             raise r.fail(p + ".role", "participant or observer", role)
         servers.append(
-            ZkServer(
+            Server(
                 id=r.int_(r.get(s, "id", p), p + ".id"),
                 host=r.str_(r.get(s, "host", p), p + ".host"),
                 quorum_port=r.int_(r.get(s, "quorum_port", p), p + ".quorum_port"),
                 election_port=r.int_(r.get(s, "election_port", p), p + ".election_port"),
-                client_port=r.int_(r.get(s, "client_port", p), p + ".client_port"),
+                client_port=r.int_(r.get(s, "client_port", p), p + ".client_port", True),
                 client_host=r.str_(r.get(s, "client_host", p, False), p + ".client_host", True),
                 role=role,
             )

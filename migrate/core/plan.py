@@ -23,8 +23,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
+from migrate.core.documents import parse_document
 from migrate.errors import BadInput
-from migrate.core.model import RawJSON, ZkServer, _ints_text, _num, pretty_json, zk_server_doc
+from migrate.core.model import RawJSON, _ints_text, _num, pretty_json, zk_server_doc
+from migrate.core.zookeeper import Server
 from migrate.core.moves import PartitionMove  # the one move type; re-exported here for the plan's readers
 
 PLAN_KIND = "kmigrate.plan"
@@ -134,8 +136,8 @@ class ZkPlan:
     * ``already_done``: the committed configuration already has the joiners and not the leavers.
     """
 
-    current: tuple[ZkServer, ...]
-    joiners: tuple[ZkServer, ...]
+    current: tuple[Server, ...]
+    joiners: tuple[Server, ...]
     remove: tuple[int, ...]
     from_config: int | None
     joiner_config: tuple[str, ...]
@@ -168,11 +170,12 @@ class Finding:
     forceable: bool = False
     blocks: str | None = None
 
-    def blocking(self, step: str, force: bool = False) -> bool:
-        """True when this finding stops ``step`` (``zookeeper`` or ``partitions``)."""
+    def blocking(self, step: str | None, force: bool = False) -> bool:
+        """True when this finding stops ``step`` (``zookeeper`` or ``partitions``; ``None``: any step).
+        The one rule of which findings block a step."""
         if self.severity != "error" or (force and self.forceable):
             return False
-        return self.blocks in ("all", step, None)
+        return step is None or self.blocks in ("all", step, None)
 
 
 @dataclass(frozen=True)
@@ -224,13 +227,7 @@ class Plan:
 
     def errors(self, *, force: bool = False, step: str | None = None) -> tuple[Finding, ...]:
         """Errors that stop ``step`` (``zookeeper`` / ``partitions``; ``None``: any step)."""
-        out = []
-        for f in self.findings:
-            if f.severity != "error" or (force and f.forceable):
-                continue
-            if step is None or f.blocks in ("all", step, None):
-                out.append(f)
-        return tuple(out)
+        return tuple(f for f in self.findings if f.blocking(step, force))
 
 
 # --------------------------------------------------------------------------- id
@@ -260,7 +257,7 @@ def compute_plan_id(
         "moves": None,
         "zookeeper": None
         if zookeeper is None
-        else {"add": [j.spec("participant") for j in zookeeper.joiners], "remove": list(zookeeper.remove)},
+        else {"add": [_id_line(j) for j in zookeeper.joiners], "remove": list(zookeeper.remove)},
     }
     text = json.dumps(head, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     before, after = text.split('"moves":null', 1)
@@ -271,6 +268,13 @@ def compute_plan_id(
     h.update(_canonical_moves(rows if presorted else sorted(rows, key=_row_key)).encode())
     h.update(after.encode())
     return h.hexdigest()[:PLAN_ID_HEX_DIGITS]
+
+
+def _id_line(joiner: Server) -> str:
+    """A joiner as the plan id hashes it. Frozen text (host as written, no IPv6 brackets, the host as
+    client host when none is given): plans written by earlier versions keep their ids."""
+    return (f"server.{joiner.id}={joiner.host}:{joiner.quorum_port}:{joiner.election_port}:participant;"
+            f"{joiner.client_host or joiner.host}:{joiner.client_port}")
 
 
 def _row_key(m: tuple[Any, ...]) -> tuple[str, int]:
@@ -395,17 +399,13 @@ def plan_from_json(text: str, source: str = "plan.json") -> Plan:
     Raises :class:`BadInput` for a file that is not a kmigrate plan, of another format version,
     malformed, or whose content no longer matches its ``plan_id`` (edited by hand).
     """
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise BadInput(f"plan file {source} is not JSON ({exc}): give a file written by kmigrate plan") from None
-    if not isinstance(doc, dict) or doc.get("kind") != PLAN_KIND:
-        raise BadInput(f"plan file {source} is not a kmigrate plan: write one with kmigrate plan")
-    if doc.get("format_version") != PLAN_FORMAT_VERSION:
-        raise BadInput(
-            f"plan file {source} has format_version {doc.get('format_version')}; this kmigrate reads "
-            f"{PLAN_FORMAT_VERSION}: re-run kmigrate plan"
-        )
+    doc = parse_document(
+        text, ("kind", PLAN_KIND), PLAN_FORMAT_VERSION,
+        not_json=lambda exc: f"plan file {source} is not JSON ({exc}): give a file written by kmigrate plan",
+        not_ours=f"plan file {source} is not a kmigrate plan: write one with kmigrate plan",
+        other_version=lambda found: f"plan file {source} has format_version {found}; this kmigrate reads "
+                                    f"{PLAN_FORMAT_VERSION}: re-run kmigrate plan",
+    )
     try:
         plan = _plan_from_doc(doc)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -425,10 +425,10 @@ def _ints(v: Any) -> tuple[int, ...]:
     return tuple(v)
 
 
-def _server(d: Mapping[str, Any]) -> ZkServer:
-    return ZkServer(
-        int(d["id"]), str(d["host"]), int(d["quorum_port"]), int(d["election_port"]), int(d["client_port"]),
-        d["client_host"], str(d["role"]),
+def _server(d: Mapping[str, Any]) -> Server:
+    return Server(
+        int(d["id"]), str(d["host"]), int(d["quorum_port"]), int(d["election_port"]),
+        None if d["client_port"] is None else int(d["client_port"]), d["client_host"], str(d["role"]),
     )
 
 

@@ -36,7 +36,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from migrate.core.audit import audit_durability, audit_mapping, audit_size, audit_zookeeper, sort_findings
 from migrate.errors import BadInput
-from migrate.core.model import ClusterSnapshot, ZkServer
+from migrate.core.model import ClusterSnapshot
+from migrate.core.zookeeper import Change, DynamicConfig, is_reached, joiner_config, single_reconfig, target_config
 from migrate.core.units import format_connect, parse_connect
 from migrate.core.placement import DomainRules, Domains, domain_order
 from migrate.core.plan import (
@@ -337,54 +338,43 @@ def _improve(targets: Sequence[Sequence[int]], leaders: list[int], load: dict[in
 
 
 def plan_zookeeper(snapshot: ClusterSnapshot, playbook: Playbook) -> ZkPlan | None:
-    """The ensemble change of the playbook, or ``None`` when it adds and removes nothing."""
+    """The ensemble change of the playbook, or ``None`` when it adds and removes nothing.
+
+    Worked out by the functions ``kmigrate zookeeper`` runs (``migrate.core.zookeeper``: the target
+    config, the one reconfig, the joiners' config), so the plan and the run cannot disagree.
+    """
     zs = playbook.zookeeper
     if not zs.add and not zs.remove:
         return None
-    current = tuple(sorted(snapshot.zookeeper.servers, key=lambda s: s.id))
-    current_ids = {s.id for s in current}
+    committed = DynamicConfig(snapshot.zookeeper.servers, snapshot.zookeeper.config_version)
     joiners = tuple(sorted(zs.add, key=lambda s: s.id))
-    joiner_ids = {j.id for j in joiners}
-    remove = tuple(sorted(zs.remove))
-    voters_before = tuple(sorted(s.id for s in current if s.role == "participant"))
-    voters_after = tuple(sorted((set(voters_before) - set(remove)) | joiner_ids))
-    already_done = bool(current) and joiner_ids <= set(voters_before) and not (set(remove) & current_ids)
+    change = Change(tuple(j.described() for j in joiners), zs.remove)
+    target = target_config(committed, change)
     hosts, chroot = parse_connect(zs.connect)
     before = [f"{h}:{p}" for h, p in hosts]
-    removed_addrs = {s.client_address for s in current if s.id in remove}
     during = list(before)
     for j in joiners:
         if j.client_address not in during:
             during.append(j.client_address)
-    by_id: dict[int, ZkServer] = {s.id: s for s in current}
-    by_id.update({j.id: j for j in joiners})
-    after = [by_id[v].client_address for v in voters_after if v in by_id]
-    if not after:  # nothing known about the voters: keep what is left of the connect string
-        after = [a for a in before if a not in removed_addrs]
-    joiner_config = tuple(s.spec() for s in current if s.id not in joiner_ids) + tuple(j.spec("observer") for j in joiners)
-    reconfig_add = tuple(j.spec("participant") for j in joiners)
-    version = snapshot.zookeeper.config_version
-    cmd = "reconfig"
-    if version is not None:
-        cmd += f" -v {version:x}"
-    if remove:
-        cmd += " -remove " + ",".join(map(str, remove))
-    if reconfig_add:
-        cmd += " -add " + ",".join(reconfig_add)
+    connect_after = target.connect_string(chroot=chroot)
+    if not target.connect_string():  # nothing known about the voters: keep what is left of the connect string
+        removed_addrs = {s.client_address for s in committed.servers if s.id in change.remove}
+        connect_after = format_connect([a for a in before if a not in removed_addrs], chroot)
+    reconfig = single_reconfig(committed, target)
     return ZkPlan(
-        current=current,
+        current=committed.servers,
         joiners=joiners,
-        remove=remove,
-        from_config=version,
-        joiner_config=joiner_config,
-        reconfig_add=reconfig_add,
-        reconfig_command=cmd,
+        remove=change.remove,
+        from_config=committed.version,
+        joiner_config=tuple(joiner_config(committed, change.add).lines()),
+        reconfig_add=tuple(s.line() for s in reconfig.joining),
+        reconfig_command=reconfig.zkcli(),
         connect_before=zs.connect,
         connect_during=format_connect(during, chroot),
-        connect_after=format_connect(after, chroot),
-        voters_before=voters_before,
-        voters_after=voters_after,
-        already_done=already_done,
+        connect_after=connect_after,
+        voters_before=committed.voter_ids,
+        voters_after=target.voter_ids,
+        already_done=bool(committed.servers) and is_reached(committed, target),
     )
 
 

@@ -26,39 +26,52 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from migrate.core.units import parse_connect, split_host_port
+from migrate.errors import BadInput
+
 PARTICIPANT = "participant"
 OBSERVER = "observer"
 ROLES = (PARTICIPANT, OBSERVER)
 MIN_VERSION = (3, 5, 0)  # dynamic reconfiguration appeared in ZooKeeper 3.5.0
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "0:0:0:0:0:0:0:0"})
+"""Client hosts that mean "every address": clients then reach the server at its quorum host."""
 
 _SERVER_KEY = re.compile(r"^\s*server\.(\d+)\s*=\s*(.*?)\s*$")
 _INLINE = re.compile(r"^\s*(?:server\.)?(\d+)\s*=\s*(.+?)\s*$")
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput, ValueError):
     """A config line, a server spec or a requested change that cannot be used (message says why)."""
 
 
-# ------------------------------------------------------------------ addresses
-def split_host_port(text: str) -> tuple[str, str]:
-    """``host:port`` or ``[v6]:port`` -> (host, port); the host keeps its brackets.
+class Problem(str):
+    """A refusal or a failed check: the one-line sentence an operator reads, with a stable ``code``
+    that code decides on (never the wording)."""
 
-    >>> split_host_port("[::1]:2181")
-    ('[::1]', '2181')
-    """
-    text = text.strip()
-    if text.startswith("["):
-        end = text.find("]")
-        if end < 0:
-            raise ConfigError(f"{text!r}: unclosed [ in an IPv6 address")
-        host, rest = text[: end + 1], text[end + 1 :]
-        if not rest.startswith(":"):
-            raise ConfigError(f"{text!r}: expected [address]:port")
-        return host, rest[1:]
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        raise ConfigError(f"{text!r}: expected host:port")
-    return host, port
+    code: str
+
+    def __new__(cls, code: str, message: str) -> "Problem":
+        self = super().__new__(cls, message)
+        self.code = code
+        return self
+
+
+# ------------------------------------------------------------------ addresses
+def bracket(host: str) -> str:
+    """An IPv6 address gets its brackets back for ``host:port`` texts; other hosts stay as they are."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def address_key(address: str) -> str:
+    """One spelling of ``host:port`` (lower case, IPv6 in brackets, 2181 when no port) to compare addresses."""
+    host, port = split_host_port(address.strip(), 2181, "address")
+    return f"{bracket(host.lower())}:{port}"
+
+
+def split_connect(connect: str) -> tuple[str, str]:
+    """``h1:2181,h2:2181/kafka`` -> (``h1:2181,h2:2181``, ``/kafka``); hosts without a port get 2181."""
+    hosts, chroot = parse_connect(connect, "--zookeeper")
+    return ",".join(f"{bracket(h)}:{p}" for h, p in hosts), chroot
 
 
 def _port(text: str, what: str, context: str) -> int:
@@ -68,7 +81,7 @@ def _port(text: str, what: str, context: str) -> int:
 
 
 def _split_address(addr: str, context: str) -> tuple[str, list[str]]:
-    """``host:p1:p2[:role]`` (host possibly ``[v6]``) -> (host, [p1, p2, role?])."""
+    """``host:p1:p2[:role]`` (host possibly ``[v6]``) -> (host without brackets, [p1, p2, role?])."""
     addr = addr.strip()
     if "|" in addr:
         raise ConfigError(f"{context}: multiple addresses per server (a|b) are not supported by kmigrate")
@@ -76,7 +89,7 @@ def _split_address(addr: str, context: str) -> tuple[str, list[str]]:
         end = addr.find("]")
         if end < 0:
             raise ConfigError(f"{context}: unclosed [ in an IPv6 address")
-        host, rest = addr[: end + 1], addr[end + 1 :]
+        host, rest = addr[1:end], addr[end + 1 :]
         parts = rest.split(":")[1:] if rest.startswith(":") else None
         if parts is None:
             raise ConfigError(f"{context}: expected [address]:quorumPort:electionPort")
@@ -86,36 +99,35 @@ def _split_address(addr: str, context: str) -> tuple[str, list[str]]:
 
 
 # --------------------------------------------------------------------- server
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class Server:
-    """One ``server.N`` entry of a dynamic config.
+    """One ZooKeeper server: a ``server.N`` entry of a dynamic config, of a playbook or of a plan.
 
-    ``client_host`` None means the line gave only a port (ZooKeeper then listens on every address);
-    clients reach the server at ``host`` in that case, as they do for ``0.0.0.0``.
+    ``server.4=10.0.0.4:2888:3888:participant;0.0.0.0:2181`` is
+    ``Server(4, "10.0.0.4", 2888, 3888, 2181, "0.0.0.0", "participant")``. Hosts are kept without
+    IPv6 brackets (the texts put them back). ``client_port`` None: the line gave no client address.
+    ``client_host`` None: the line gave only a port (ZooKeeper then listens on every address);
+    clients reach the server at ``host`` in that case, as they do for a wildcard such as ``0.0.0.0``.
     """
 
     id: int
     host: str
-    quorum_port: int
-    election_port: int
-    role: str = PARTICIPANT
-    client_port: int | None = None
+    quorum_port: int = 2888
+    election_port: int = 3888
+    client_port: int | None = 2181
     client_host: str | None = None
+    role: str = PARTICIPANT
 
     @property
     def is_voter(self) -> bool:
         return self.role == PARTICIPANT
 
     def line(self) -> str:
-        """The config line, e.g. ``server.4=zk4:2888:3888:observer;zk4:2181``."""
-        out = f"server.{self.id}={self.host}:{self.quorum_port}:{self.election_port}:{self.role}"
+        """The config line, e.g. ``server.4=zk4:2888:3888:observer;zk4:2181`` (zkCli's ``-add`` takes it too)."""
+        out = f"server.{self.id}={bracket(self.host)}:{self.quorum_port}:{self.election_port}:{self.role}"
         if self.client_port is not None:
-            out += f";{self.client_host}:{self.client_port}" if self.client_host else f";{self.client_port}"
+            out += f";{bracket(self.client_host)}:{self.client_port}" if self.client_host else f";{self.client_port}"
         return out
-
-    def spec(self) -> str:
-        """The line without ``server.`` prefix, as zkCli's ``-add`` and ``-members`` take it."""
-        return self.line()
 
     @property
     def client_address(self) -> str | None:
@@ -123,12 +135,17 @@ class Server:
         if self.client_port is None:
             return None
         host = self.client_host
-        if host is None or host in ("0.0.0.0", "[::]", "[0:0:0:0:0:0:0:0]", "::"):
+        if host is None or host in WILDCARD_HOSTS:
             host = self.host
-        return f"{host}:{self.client_port}"
+        return f"{bracket(host)}:{self.client_port}"
 
     def with_role(self, role: str) -> "Server":
         return replace(self, role=role)
+
+    def described(self) -> "Server":
+        """A server an operator described (playbook, plan): without a client host, its client port
+        binds the server's own host, and the lines ZooKeeper gets say so."""
+        return self if self.client_host or self.client_port is None else replace(self, client_host=self.host)
 
     def same_member(self, other: "Server") -> bool:
         """Same id, same addresses and ports (the role may differ)."""
@@ -153,13 +170,15 @@ def parse_server_value(server_id: int, value: str, context: str) -> Server:
     client_port = client_host = None
     if semi:
         client = client.strip()
-        if ":" in client.replace("[", "").replace("]", "") or client.startswith("["):
-            chost, cport = split_host_port(client)
-            client_host = chost or None
+        if client.isdigit():
+            client_port = _port(client, "client port", context)
         else:
-            cport = client
-        client_port = _port(cport.strip(), "client port", context)
-    return Server(server_id, host, quorum, election, role, client_port, client_host)
+            try:
+                client_host, client_port = split_host_port(client, None, "client address", context)
+            except BadInput:
+                raise ConfigError(f"{context}: client address {client!r} is not [clientHost:]clientPort "
+                                  "with a client port number") from None
+    return Server(server_id, host, quorum, election, client_port, client_host, role)
 
 
 def parse_server_line(line: str) -> Server:
@@ -270,7 +289,7 @@ def parse_config(text: str) -> DynamicConfig:
             try:
                 version = int(line.split("=", 1)[1].strip(), 16)
             except ValueError:
-                raise ConfigError(f"{line!r}: the version is not a hex number") from None
+                raise ConfigError(f"{line!r}: the version is not a hexadecimal number") from None
             continue
         if line.startswith("server."):
             servers.append(parse_server_line(line))
@@ -358,41 +377,71 @@ def joiners_of(committed: DynamicConfig, change: Change) -> tuple[Server, ...]:
     return tuple(s for s in change.add if not ((c := committed.get(s.id)) is not None and c.is_voter))
 
 
-def check_change(committed: DynamicConfig, change: Change) -> list[str]:
-    """Refusals (each a one-line reason) for applying ``change`` to ``committed``; [] when allowed.
+# problem codes: what code decides on (the sentences may change, the codes do not)
+CONFLICTING_MEMBER = "conflicting-member"  # an added id is in the committed config with other addresses
+JOINER_ID_ORDER = "joiner-id-order"  # a new server's id is not above every current id
+NO_VOTER = "no-voter"  # the target has no voter
+NOT_TARGET = "not-target"  # the committed config is not the target
+REMOVED_STILL_IN = "removed-still-in"
+NO_LEADER = "no-leader"  # no leader among the new voters
+NOT_IN_SYNC = "not-in-sync"  # voters not in sync with the leader
+
+
+def low_joiner_ids(current_ids: tuple[int, ...] | list[int], joiner_ids: tuple[int, ...] | list[int]) -> tuple[int, list[int]]:
+    """The joiner id rule: a new server's id must be above every id that stays. Returns the highest
+    current id that is not a joiner and the new joiners (not in ``current_ids``) at or below it."""
+    top = max((i for i in current_ids if i not in joiner_ids), default=0)
+    return top, [j for j in joiner_ids if j not in current_ids and j <= top]
+
+
+def check_change(committed: DynamicConfig, change: Change) -> list[Problem]:
+    """Refusals (each a one-line reason with a code) for applying ``change`` to ``committed``; [] when allowed.
 
     Call only when the target is not already reached (a finished change is not refused).
     """
-    problems: list[str] = []
+    problems: list[Problem] = []
     target = target_config(committed, change)
     for s in change.add:
         present = committed.get(s.id)
         if present is not None and not present.same_member(s):
-            problems.append(
+            problems.append(Problem(
+                CONFLICTING_MEMBER,
                 f"server {s.id} is in the committed config as {present.line()!r}, not {s.line()!r}: "
                 "use a new id for a new server, or the same addresses to promote it"
-            )
-    current_ids = [i for i in committed.ids if i not in change.add_ids]
-    top = max(current_ids, default=0)
-    for s in change.add:
-        if s.id not in committed.ids and s.id <= top:
-            problems.append(
-                f"joiner id {s.id} is not greater than every current id {list(committed.ids)}: "
-                f"give new servers ids above {top}"
-            )
+            ))
+    top, low = low_joiner_ids(committed.ids, change.add_ids)
+    for sid in low:
+        problems.append(Problem(
+            JOINER_ID_ORDER,
+            f"joiner id {sid} is not greater than every current id {list(committed.ids)}: "
+            f"give new servers ids above {top}"
+        ))
     if not target.voters:
-        problems.append("the change leaves no voter: keep or add at least one server")
+        problems.append(Problem(NO_VOTER, "the change leaves no voter: keep or add at least one server"))
     return problems
+
+
+def voter_count_risk(voters: int) -> str | None:
+    """The voter-count rule: ``none`` (0 voters), ``one``, ``two`` (a quorum needs both), ``even``
+    (4, 6...: no more fault tolerance than one voter less), or None (an odd number from 3)."""
+    if voters == 0:
+        return "none"
+    if voters == 1:
+        return "one"
+    if voters == 2:
+        return "two"
+    return "even" if voters % 2 == 0 else None
 
 
 def warnings_for(target: DynamicConfig) -> list[str]:
     """What an operator should know about the target's fault tolerance."""
     n = len(target.voters)
-    if n == 1:
+    risk = voter_count_risk(n)
+    if risk == "one":
         return ["the new ensemble has 1 voter: it tolerates no failure; add voters soon"]
-    if n == 2:
+    if risk == "two":
         return ["the new ensemble has 2 voters, which tolerate no failure (a quorum needs both): add a third voter soon"]
-    if n % 2 == 0:
+    if risk == "even":
         f = tolerated_failures(n)
         return [f"the new ensemble has {n} voters, which tolerate {f} failure{'s' if f != 1 else ''}, "
                 f"no more than {n - 1} voters would: use an odd number of voters"]
@@ -462,15 +511,19 @@ class Reconfig:
     def leaving_arg(self) -> str | None:
         return ",".join(str(i) for i in self.leaving) or None
 
-    def zkcli(self, server: str) -> str:
-        """The same reconfig as a ``zkCli.sh`` command (``-v`` takes the version in hex, like the config)."""
-        parts = [f"zkCli.sh -server {server} reconfig"]
+    def zkcli(self, server: str | None = None) -> str:
+        """The same reconfig as a zkCli command (``-v`` takes the version in hex, like the config).
+
+        With ``server``, the shell command (``zkCli.sh -server S reconfig ... -add '...'``); without,
+        the command as typed at zkCli's prompt (``reconfig ... -add ...``, what a plan shows).
+        """
+        parts = ["reconfig"] if server is None else [f"zkCli.sh -server {server} reconfig"]
         if self.from_version is not None:
             parts.append(f"-v {self.from_version:x}")
         if self.leaving:
             parts.append(f"-remove {self.leaving_arg}")
         if self.joining:
-            parts.append(f"-add '{self.joining_arg}'")
+            parts.append(f"-add {self.joining_arg}" if server is None else f"-add '{self.joining_arg}'")
         return " ".join(parts)
 
     def describe(self) -> str:
@@ -539,12 +592,16 @@ def parse_version(text: str) -> tuple[int, ...] | None:
     return tuple(int(x) if x is not None else 0 for x in m.groups())
 
 
+def supports_reconfig(version_text: str | None) -> bool | None:
+    """The minimum-version rule: whether a ZooKeeper version can do dynamic reconfiguration
+    (3.5.0 or later); None when the version is unknown or unreadable."""
+    v = parse_version(version_text or "")
+    return None if v is None else v >= MIN_VERSION
+
+
 def version_problem(server: str, version_text: str) -> str | None:
     """Why a server's version cannot do dynamic reconfiguration, or None."""
-    v = parse_version(version_text)
-    if v is None:
-        return None
-    if v < MIN_VERSION:
+    if supports_reconfig(version_text) is False:
         return (
             f"ZooKeeper {server} runs {version_text}: dynamic reconfiguration needs 3.5.0 or later; "
             "upgrade the ensemble first (or replace servers one at a time by rolling restarts)"
@@ -592,11 +649,6 @@ class BrokerVerdict:
         return not self.kept
 
 
-def _normal(address: str) -> str:
-    host, port = split_host_port(address) if ":" in address else (address, "2181")
-    return f"{host.lower()}:{port}"
-
-
 def judge_brokers(
     brokers: list[BrokerConnect],
     committed: DynamicConfig,
@@ -610,8 +662,8 @@ def judge_brokers(
     aliases = aliases or {}
 
     def spellings(address: str) -> set[str]:
-        a = _normal(address)
-        return {a} | {_normal(x) for x in aliases.get(a, frozenset())}
+        a = address_key(address)
+        return {a} | {address_key(x) for x in aliases.get(a, frozenset())}
 
     servers: dict[int, set[str]] = {}
     for s in committed.servers + target.servers:
@@ -640,20 +692,21 @@ class Outcome:
     synced_voter_ids: frozenset[int] = field(default_factory=frozenset)
 
 
-def outcome_problems(outcome: Outcome, target: DynamicConfig, removed: tuple[int, ...]) -> list[str]:
+def outcome_problems(outcome: Outcome, target: DynamicConfig, removed: tuple[int, ...]) -> list[Problem]:
     """Post-check failures: not the target, leader not a new voter, voters out of sync, removed servers still in."""
     problems = []
     if not is_reached(outcome.committed, target):
-        problems.append(
+        problems.append(Problem(
+            NOT_TARGET,
             f"the committed config (version {outcome.committed.version_hex}) has voters {list(outcome.committed.voter_ids)}, "
             f"not the target's {list(target.voter_ids)}"
-        )
+        ))
     still = [i for i in removed if outcome.committed.get(i) is not None]
     if still:
-        problems.append(f"removed servers {still} are still in the committed config")
+        problems.append(Problem(REMOVED_STILL_IN, f"removed servers {still} are still in the committed config"))
     if outcome.leader_id is None or outcome.leader_id not in target.voter_ids:
-        problems.append(f"no leader among the new voters {list(target.voter_ids)} (leader: {outcome.leader_id})")
+        problems.append(Problem(NO_LEADER, f"no leader among the new voters {list(target.voter_ids)} (leader: {outcome.leader_id})"))
     behind = [i for i in target.voter_ids if i not in outcome.synced_voter_ids]
     if behind:
-        problems.append(f"voters {behind} are not in sync with the leader")
+        problems.append(Problem(NOT_IN_SYNC, f"voters {behind} are not in sync with the leader"))
     return problems

@@ -13,9 +13,10 @@ import logging
 from typing import Callable
 
 from migrate.adapters.kafka import ReassignmentAdmin, broker_static_configs
-from migrate.adapters.zookeeper import ZooKeeper, server_state, split_connect
+from migrate.adapters.zookeeper import ZooKeeper, server_state
 from migrate.core.clientconfig import ClientSettings
-from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble, parse_zookeeper_config
+from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble
+from migrate.core.zookeeper import parse_config, split_connect
 
 log = logging.getLogger("kmigrate.inspect")
 
@@ -29,10 +30,14 @@ def inspect_zookeeper(connect: str, auth: list[tuple[str, str]] | None = None, t
     hosts, _chroot = split_connect(connect)
     zk = ZooKeeper.connect(hosts, auth, timeout_s)
     raw = zk.read("/zookeeper/config") or b""
-    servers, version = parse_zookeeper_config(raw.decode("utf-8", "replace"))
+    config = parse_config(raw.decode("utf-8", "replace"))
+    servers, version = config.servers, config.version
     versions: dict[int, str] = {}
     modes: dict[int, str] = {}
     for server in servers:
+        if server.client_address is None:  # no client port in the config: nothing to ask
+            modes[server.id] = "unreachable"
+            continue
         state = server_state(server.client_address, timeout_s=min(timeout_s, 3.0))
         modes[server.id] = state.mode or "unreachable"
         if state.version:

@@ -18,21 +18,26 @@ Testing hook: ``KMIGRATE_CRASH_AT=after-reconfig-sent`` (or ``after-reconfig-sen
 request of a step-by-step run) makes the process SIGKILL itself right after the reconfig request
 has left the socket, before its answer, to test resuming; ``drop-connection-after-reconfig-sent``
 drops the session's connection at that point instead (the lost answer, deterministically).
-For tests only.
+For tests only (``migrate.runner.events``).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable
 
 from migrate.adapters import zookeeper as zka
 from migrate.errors import BadInput, StepFailed
+from migrate.runner.events import CRASH_ENV, crash_wanted
+from migrate.runner.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll, wait_until
 from migrate.core.zookeeper import (
+    CONFLICTING_MEMBER,
+    JOINER_ID_ORDER,
+    NOT_IN_SYNC,
+    NOT_TARGET,
     BrokerConnect,
     Change,
     ConfigError,
@@ -40,6 +45,7 @@ from migrate.core.zookeeper import (
     Outcome,
     Reconfig,
     Server,
+    apply,
     check_change,
     is_reached,
     joiner_config,
@@ -51,6 +57,7 @@ from migrate.core.zookeeper import (
     parse_config,
     quorum_problem,
     single_reconfig,
+    split_connect,
     step_by_step,
     target_config,
     validate_change,
@@ -59,7 +66,7 @@ from migrate.core.zookeeper import (
 )
 
 Progress = Callable[[str], None]
-CRASH_ENV = "KMIGRATE_CRASH_AT"
+__all__ = ["CRASH_ENV", "ZooKeeperRequest", "ZooKeeperResult", "render_joiner_config", "run_zookeeper_change"]
 
 
 @dataclass(frozen=True)
@@ -69,7 +76,7 @@ class ZooKeeperRequest:
     connect: str
     add: tuple[Server | int, ...] = ()
     remove: tuple[int, ...] = ()
-    known: tuple[Server, ...] = ()  # servers described elsewhere (the playbook)
+    known: tuple[Server, ...] = ()  # servers described elsewhere (the playbook, the plan)
     step_by_step: bool = False
     dry_run: bool = False
     force: bool = False
@@ -157,15 +164,8 @@ def _states(servers: Iterable[Server], membership: bool = False) -> dict[int, zk
     return {s.id: zka.server_state(s.client_address, membership) for s in servers if s.client_address}
 
 
-def _crash_wanted(point: str, count: int) -> bool:
-    """The testing hook: ``KMIGRATE_CRASH_AT=after-reconfig-sent`` (the first) or ``after-reconfig-sent:N`` (the Nth)."""
-    wanted = os.environ.get(CRASH_ENV, "")
-    name, _, nth = wanted.partition(":")
-    return name == point and count == (int(nth) if nth.isdigit() else 1)
-
-
 def prepare(connect: str, zk_auth: str | None) -> tuple[str, str, list[tuple[str, str]]]:
-    hosts, chroot = zka.split_connect(connect)
+    hosts, chroot = split_connect(connect)
     return hosts, chroot, zka.parse_auth(zk_auth)
 
 
@@ -187,7 +187,7 @@ def render_joiner_config(connect: str, joiner_id: int, adds: tuple[Server | int,
     current = committed.get(joiner_id)
     if current is not None and current.is_voter:
         warnings.append(f"server {joiner_id} is already a voter of the committed config (version {committed.version_hex})")
-    problems = [p for p in check_change(committed, change) if "not greater" in p or "committed config as" in p]
+    problems = [p for p in check_change(committed, change) if p.code in (JOINER_ID_ORDER, CONFLICTING_MEMBER)]
     if problems:
         raise BadInput(_one_line(problems))
     return joiner_config(committed, joiners_of(committed, change) or servers), committed, warnings
@@ -197,11 +197,12 @@ def render_joiner_config(connect: str, joiner_id: int, adds: tuple[Server | int,
 class ZooKeeperChange:
     """One run of ``kmigrate zookeeper``. ``run()`` returns a result or raises BadInput/StepFailed."""
 
-    def __init__(self, request: ZooKeeperRequest, progress: Progress | None = None):
+    def __init__(self, request: ZooKeeperRequest, progress: Progress | None = None,
+                 clock: Clock | FakeClock = SYSTEM_CLOCK):
         self.req = request
         self.progress = progress or (lambda msg: None)
+        self.clock = clock
         self.hosts, self.chroot, self.auth = prepare(request.connect, request.zk_auth)
-        self._sent = 0  # reconfig requests sent by this run
 
     # .................................................................. run
     def run(self) -> ZooKeeperResult:
@@ -241,25 +242,8 @@ class ZooKeeperChange:
 
         if is_reached(committed, target):
             return self._already(zk, committed, target, result)
-
-        problems = check_change(committed, change)
-        if problems:
-            raise BadInput(_one_line(problems))
-        not_in = [i for i in req.remove if committed.get(i) is None]
-        if not_in:
-            result.warnings.append(f"servers {not_in} are not in the committed config: nothing to remove for them")
-
-        self.progress("checking that reconfig is enabled and allowed")
-        problem = zk.probe_reconfig()
-        if problem:
-            raise BadInput(problem)
-
-        broker_chroot = self._check_brokers(zk, committed, target, result)
-        result.broker_zookeeper_connect = target.connect_string(chroot=broker_chroot)
-
+        broker_chroot = self._prechecks(zk, committed, change, target, result)
         joiners = joiners_of(committed, change)
-        self._check_joiner_configs(committed, joiners, joiners_ids=change.add_ids)
-
         plan = step_by_step(committed, target, leader) if req.step_by_step else [single_reconfig(committed, target)]
         result.planned = [
             (rc if i == 0 else Reconfig(rc.joining, rc.leaving, None)).zkcli(self.hosts.split(",")[0])
@@ -276,24 +260,51 @@ class ZooKeeperChange:
         problem = self._wait_quorum(committed, target, leader, joiners)
         if problem:
             raise BadInput(problem + "; nothing was changed")
+        sentinel_path, sentinel = self._change(zk, committed, target, removed, result)
+        outcome = self._postchecks(target, removed, sentinel_path, sentinel, result)
+        result.status = "reconfigured"
+        self._next_steps(result, committed, outcome.committed, broker_chroot, done=True)
+        return result
 
-        # ---- the change
+    def _prechecks(self, zk: zka.ZooKeeper, committed: DynamicConfig, change: Change, target: DynamicConfig,
+                   result: ZooKeeperResult) -> str:
+        """Every refusal before any change: the id rules, reconfig allowed, brokers, joiners' own configs.
+        Returns the brokers' chroot."""
+        problems = check_change(committed, change)
+        if problems:
+            raise BadInput(_one_line(problems))
+        not_in = [i for i in self.req.remove if committed.get(i) is None]
+        if not_in:
+            result.warnings.append(f"servers {not_in} are not in the committed config: nothing to remove for them")
+
+        self.progress("checking that reconfig is enabled and allowed")
+        problem = zk.probe_reconfig()
+        if problem:
+            raise BadInput(problem)
+
+        broker_chroot = self._check_brokers(zk, committed, target, result)
+        result.broker_zookeeper_connect = target.connect_string(chroot=broker_chroot)
+        self._check_joiner_configs(committed, joiners_of(committed, change), joiners_ids=change.add_ids)
+        return broker_chroot
+
+    def _change(self, zk: zka.ZooKeeper, committed: DynamicConfig, target: DynamicConfig, removed: list[int],
+                result: ZooKeeperResult) -> tuple[str, bytes]:
+        """The change itself, under a sentinel znode and the write probe (the stall measurement)."""
         sentinel_path = zka.new_marker("sentinel")
         sentinel = uuid.uuid4().hex.encode()
         zk.write(sentinel_path, sentinel)
         probe = zka.WriteProbe(_addresses(committed.servers + target.servers), self.auth, zka.new_marker("write-probe"))
         probe.start()
-        probe.wait_writes(10, timeout_s=10)  # a baseline of committed writes before the change
-        stall = None
+        self._wait_writes(probe, 10, timeout_s=10)  # a baseline of committed writes before the change
         try:
-            if req.step_by_step:
+            if self.req.step_by_step:
                 self._step_by_step(zk, committed, target, result)
             else:
                 self._apply(zk, single_reconfig(committed, target), target, result)
             self.progress("waiting for a leader among the new voters")
-            outcome = self._wait_outcome(target, removed, require_sync=False)
+            self._wait_outcome(target, removed, require_sync=False)
             self.progress("waiting for writes to commit again")
-            if not probe.wait_writes(10, timeout_s=self.req.post_timeout_s):
+            if not self._wait_writes(probe, 10, timeout_s=self.req.post_timeout_s):
                 result.warnings.append(
                     f"the write probe committed no write for {self.req.post_timeout_s:.0f} s after the change: "
                     "the stall figure is a lower bound"
@@ -307,8 +318,23 @@ class ZooKeeperChange:
             stall = probe.stop()
         result.write_stall_ms = stall.longest_stall_ms
         result.write_probe = asdict(stall)
+        return sentinel_path, sentinel
 
-        # ---- post-checks
+    def _wait_writes(self, probe: zka.WriteProbe, count: int, timeout_s: float) -> bool:
+        """Wait until ``count`` more writes have been committed (a baseline before the change, a
+        recovery after it); False when that takes longer than ``timeout_s`` or the probe died."""
+        goal = probe.report.writes_ok + count
+
+        def done() -> str | None:
+            if probe.report.writes_ok >= goal:
+                return "done"
+            return None if probe.running else "dead"
+
+        return poll(done, timeout_s=timeout_s, interval_s=0.01, clock=self.clock) == "done"
+
+    def _postchecks(self, target: DynamicConfig, removed: list[int], sentinel_path: str, sentinel: bytes,
+                    result: ZooKeeperResult) -> Outcome:
+        """A leader among the new voters, every voter in sync, removed servers out, the sentinel unchanged."""
         self.progress("checking the new ensemble")
         outcome = self._wait_outcome(target, removed, require_sync=True)
         problems = outcome_problems(outcome, target, tuple(removed))
@@ -333,9 +359,7 @@ class ZooKeeperChange:
                 f"the reconfig to version {outcome.committed.version_hex} is committed but a post-check failed: "
                 + _one_line(problems)
             )
-        result.status = "reconfigured"
-        self._next_steps(result, committed, outcome.committed, broker_chroot, done=True)
-        return result
+        return outcome
 
     # ............................................................ already
     def _already(self, zk: zka.ZooKeeper, committed: DynamicConfig, target: DynamicConfig,
@@ -351,7 +375,7 @@ class ZooKeeperChange:
             "leader_among_new_voters": outcome.leader_id in target.voter_ids,
             "voters_in_sync": sorted(outcome.synced_voter_ids),
         }
-        problems = [p for p in outcome_problems(outcome, target, ()) if not p.startswith("the committed config")]
+        problems = [p for p in outcome_problems(outcome, target, ()) if p.code != NOT_TARGET]
         result.warnings.extend(problems)
         chroot = self.chroot
         try:
@@ -498,28 +522,35 @@ class ZooKeeperChange:
                       result: ZooKeeperResult) -> None:
         if not joiners:
             return
-        deadline = time.monotonic() + self.req.joiner_timeout_s
-        while True:
+        deadline = self.clock.now() + self.req.joiner_timeout_s
+        missing: dict[int, str] = {}
+
+        def all_ready() -> bool:
             readiness = self._joiner_readiness(committed, joiners, None)
             result.joiners = {str(k): (v or "ready") for k, v in readiness.items()}
-            missing = {k: v for k, v in readiness.items() if v is not None}
+            missing.clear()
+            missing.update({k: v for k, v in readiness.items() if v is not None})
             if not missing:
-                return
-            left = deadline - time.monotonic()
-            if left <= 0:
-                jid, why = next(iter(missing.items()))
-                others = [k for k in missing if k != jid]
-                raise BadInput(
-                    f"joiner {jid} never became a caught-up non-voting follower within {self.req.joiner_timeout_s:.0f} s "
-                    f"({why})" + (f"; joiners {others} neither" if others else "")
-                    + f"; start it with the config from 'kmigrate zookeeper joiner-config {jid}'; nothing was changed"
-                )
+                return True
             ready = [k for k, v in readiness.items() if v is None]
             self.progress(
                 f"waiting for joiners {sorted(missing)} to follow the leader and catch up"
-                + (f" ({', '.join(map(str, ready))} ready)" if ready else "") + f", {left:.0f} s left"
+                + (f" ({', '.join(map(str, ready))} ready)" if ready else "")
+                + f", {max(0.0, deadline - self.clock.now()):.0f} s left"
             )
-            time.sleep(0.5)
+            return False
+
+        def never_ready() -> BadInput:
+            jid, why = next(iter(missing.items()))
+            others = [k for k in missing if k != jid]
+            return BadInput(
+                f"joiner {jid} never became a caught-up non-voting follower within {self.req.joiner_timeout_s:.0f} s "
+                f"({why})" + (f"; joiners {others} neither" if others else "")
+                + f"; start it with the config from 'kmigrate zookeeper joiner-config {jid}'; nothing was changed"
+            )
+
+        wait_until(all_ready, timeout_s=self.req.joiner_timeout_s, interval_s=0.5, what="the joiners",
+                   clock=self.clock, on_timeout=never_ready)
 
     def _wait_quorum(self, committed: DynamicConfig, goal: DynamicConfig, leader: int | None,
                      joiners: tuple[Server, ...], timeout_s: float = 15.0) -> str | None:
@@ -528,13 +559,16 @@ class ZooKeeperChange:
         Retried for a while: under a steady write load a follower read a moment after the leader
         may trail it by a few transactions.
         """
-        deadline = time.monotonic() + timeout_s
-        while True:
-            problem = quorum_problem(goal, self._synced_ids(committed, leader, joiners))
-            if problem is None or time.monotonic() > deadline:
-                return problem
-            self.progress(f"waiting for a quorum of the new config to be in sync: {problem}")
-            time.sleep(0.5)
+        last: list[str | None] = [None]
+
+        def in_sync() -> bool:
+            last[0] = quorum_problem(goal, self._synced_ids(committed, leader, joiners))
+            if last[0] is not None:
+                self.progress(f"waiting for a quorum of the new config to be in sync: {last[0]}")
+            return last[0] is None
+
+        poll(in_sync, timeout_s=timeout_s, interval_s=0.5, clock=self.clock)
+        return last[0]
 
     def _synced_ids(self, committed: DynamicConfig, leader: int | None, joiners: tuple[Server, ...]) -> set[int]:
         """Servers (old and joining) that are up and caught up with the leader right now."""
@@ -558,17 +592,16 @@ class ZooKeeperChange:
         goal = step_target or expected
         record = StepRecord(rc.describe(), rc.zkcli(zk.hosts.split(",")[0]), None if rc.from_version is None else f"{rc.from_version:x}")
         result.steps.append(record)
-        started = time.monotonic()
+        started = self.clock.now()
         survivors = _addresses([s for s in goal.servers])
         for attempt in (1, 2):
             self.progress(f"reconfig: {rc.describe()} (from version {record.from_version})")
             pending = zk.send_reconfig(rc)
-            self._sent += 1
-            if _crash_wanted("after-reconfig-sent", self._sent):
-                zk.wait_sent()
+            if crash_wanted("after-reconfig-sent"):  # the testing hook: die once the request has left
+                poll(zk.all_sent, timeout_s=5, interval_s=0.001, clock=self.clock)
                 os.kill(os.getpid(), signal.SIGKILL)
-            if _crash_wanted("drop-connection-after-reconfig-sent", self._sent):
-                zk.wait_sent()
+            if crash_wanted("drop-connection-after-reconfig-sent"):  # the lost answer, deterministically
+                poll(zk.all_sent, timeout_s=5, interval_s=0.001, clock=self.clock)
                 zk.drop_connection()
             try:
                 new = zk.answer(pending, self.req.reconfig_timeout_s)
@@ -597,7 +630,7 @@ class ZooKeeperChange:
                     raise BadInput(f"{refused.reason}; nothing was changed") from None
             break
         record.to_version = new.version_hex
-        record.seconds = round(time.monotonic() - started, 3)
+        record.seconds = round(self.clock.now() - started, 3)
         if not is_reached(new, goal):
             raise StepFailed(
                 f"after the reconfig the committed config (version {new.version_hex}) has voters {list(new.voter_ids)}, "
@@ -629,23 +662,26 @@ class ZooKeeperChange:
 
     def _confirm(self, addresses: list[str], from_version: int | None, goal: DynamicConfig) -> DynamicConfig | None:
         """After a lost answer: the committed config once it is the goal; None once it is clearly not applied."""
-        deadline = time.monotonic() + self.req.confirm_timeout_s
-        unchanged_since = None
-        while time.monotonic() < deadline:
+        unchanged_since: list[float] = []
+
+        def look() -> tuple[DynamicConfig | None] | None:
             now = self._read_config(addresses)
-            if now is not None:
-                if is_reached(now, goal):
-                    return now
-                if now.version != from_version:
-                    raise StepFailed(
-                        f"the committed config changed to version {now.version_hex} (voters {list(now.voter_ids)}), "
-                        "which is not the target: someone else reconfigured; run the command again to continue from it"
-                    )
-                unchanged_since = unchanged_since or time.monotonic()
-                # a proposal in flight commits within a few ticks; after that it was not applied
-                if time.monotonic() - unchanged_since > 10:
-                    return None
-            time.sleep(0.5)
+            if now is None:
+                return None
+            if is_reached(now, goal):
+                return (now,)
+            if now.version != from_version:
+                raise StepFailed(
+                    f"the committed config changed to version {now.version_hex} (voters {list(now.voter_ids)}), "
+                    "which is not the target: someone else reconfigured; run the command again to continue from it"
+                )
+            unchanged_since[:] = unchanged_since or [self.clock.now()]
+            # a proposal in flight commits within a few ticks; after that it was not applied
+            return (None,) if self.clock.now() - unchanged_since[0] > 10 else None
+
+        found = poll(look, timeout_s=self.req.confirm_timeout_s, interval_s=0.5, clock=self.clock)
+        if found is not None:
+            return found[0]
         raise StepFailed(
             f"the reconfig's answer was lost and no surviving or new member ({', '.join(addresses)}) "
             f"answered within {self.req.confirm_timeout_s:.0f} s: run the command again; it reads the config and continues"
@@ -663,7 +699,7 @@ class ZooKeeperChange:
                 rc = next_step(current, target, leader)
                 if rc is None:
                     return current
-                step_goal = _apply_preview(current, rc)
+                step_goal = apply(current, rc)
                 # the joiner of this step must be caught up; the step's config must have a synced quorum
                 joiners = tuple(s for s in rc.joining if current.get(s.id) is None or not current.get(s.id).is_voter)
                 self._wait_joiners(current, joiners, leader, result)
@@ -681,10 +717,10 @@ class ZooKeeperChange:
     # ........................................................ post-checks
     def _wait_outcome(self, target: DynamicConfig, removed: list[int], require_sync: bool,
                       timeout_s: float | None = None) -> Outcome:
-        deadline = time.monotonic() + (timeout_s or self.req.post_timeout_s)
         addresses = _addresses(target.voters)
-        last = Outcome(target, None)
-        while True:
+        last = [Outcome(target, None)]
+
+        def settled() -> bool:
             cfg = self._read_config(addresses)
             states = _states(target.voters)
             leader = _leader(states)
@@ -698,16 +734,14 @@ class ZooKeeperChange:
                     st = zka.server_state(target.get(i).client_address)  # type: ignore[arg-type,union-attr]
                     if st.mode == "follower" and st.zxid is not None and lead.zxid is not None and st.zxid >= lead.zxid:
                         synced.add(i)
-            if cfg is not None:
-                last = Outcome(cfg, leader, frozenset(synced))
-                problems = outcome_problems(last, target, tuple(removed))
-                if not require_sync:
-                    problems = [p for p in problems if "not in sync" not in p]
-                if not problems:
-                    return last
-            if time.monotonic() > deadline:
-                return last
-            time.sleep(0.3)
+            if cfg is None:
+                return False
+            last[0] = Outcome(cfg, leader, frozenset(synced))
+            problems = outcome_problems(last[0], target, tuple(removed))
+            return not [p for p in problems if require_sync or p.code != NOT_IN_SYNC]
+
+        poll(settled, timeout_s=timeout_s or self.req.post_timeout_s, interval_s=0.3, clock=self.clock)
+        return last[0]
 
     # ......................................................... what's next
     def _next_steps(self, result: ZooKeeperResult, before: DynamicConfig, after: DynamicConfig, chroot: str,
@@ -734,12 +768,6 @@ class ZooKeeperChange:
                 )
         else:
             result.next_steps.append("run the same command without --dry-run to apply it")
-
-
-def _apply_preview(current: DynamicConfig, rc: Reconfig) -> DynamicConfig:
-    from migrate.core.zookeeper import apply
-
-    return apply(current, rc)
 
 
 def run_zookeeper_change(request: ZooKeeperRequest, progress: Progress | None = None) -> ZooKeeperResult:

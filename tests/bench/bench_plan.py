@@ -29,7 +29,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
-from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble, ZkServer  # noqa: E402
+from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble  # noqa: E402
+from migrate.core.zookeeper import Server  # noqa: E402
 from migrate.core.plan import plan_to_json  # noqa: E402
 from migrate.core.planner import build_plan  # noqa: E402
 from migrate.core.playbook import parse_playbook  # noqa: E402
@@ -73,7 +74,7 @@ def synthetic_snapshot(partitions: int, brokers: int) -> ClusterSnapshot:
     zk = ZkEnsemble(
         connect="zk1:2181,zk2:2181,zk3:2181",
         config_version=0x100000000,
-        servers=tuple(ZkServer(i, f"zk{i}") for i in (1, 2, 3)),
+        servers=tuple(Server(i, f"zk{i}") for i in (1, 2, 3)),
         reconfig_enabled=True,
         server_versions={1: "3.8.6", 2: "3.8.6", 3: "3.8.6"},
         server_modes={1: "leader", 2: "follower", 3: "follower"},

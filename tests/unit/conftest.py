@@ -8,7 +8,8 @@ from typing import Iterable, Mapping
 
 import pytest
 
-from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble, ZkServer
+from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble
+from migrate.core.zookeeper import Server
 from migrate.core.placement import round_robin
 from migrate.core.playbook import parse_playbook
 
@@ -36,7 +37,7 @@ def zk_ensemble(
     ids = list(ids)
     obs = set(observers)
     servers = tuple(
-        ZkServer(i, f"127.0.0.{i}", 2888, 3888, 2181, "0.0.0.0", "observer" if i in obs else "participant") for i in ids
+        Server(i, f"127.0.0.{i}", 2888, 3888, 2181, "0.0.0.0", "observer" if i in obs else "participant") for i in ids
     )
     return ZkEnsemble(
         connect=",".join(f"127.0.0.{i}:2181" for i in ids if i not in obs),

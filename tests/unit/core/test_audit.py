@@ -14,7 +14,8 @@ from migrate.core.audit import (
     blocking_findings,
     tolerance,
 )
-from migrate.core.model import Broker, ClusterSnapshot, ZkServer
+from migrate.core.model import Broker, ClusterSnapshot
+from migrate.core.zookeeper import Server
 from migrate.core.plan import BrokerTotal, Finding
 from migrate.core.planner import build_plan, plan_zookeeper
 
@@ -280,4 +281,4 @@ def test_snapshot_helpers_are_consistent(kb):
     assert isinstance(snap, ClusterSnapshot)
     assert isinstance(snap.broker(1), Broker) and snap.broker(99) is None
     assert snap.zookeeper.participants == (1, 2, 3)
-    assert isinstance(snap.zookeeper.servers[0], ZkServer)
+    assert isinstance(snap.zookeeper.servers[0], Server)

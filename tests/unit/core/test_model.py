@@ -12,13 +12,10 @@ from migrate.core.model import (
     ClusterSnapshot,
     Partition,
     Topic,
-    ZkServer,
     parse_rack,
-    parse_zookeeper_config,
     snapshot_from_json,
     snapshot_to_dict,
     snapshot_to_json,
-    version_tuple,
 )
 
 
@@ -37,35 +34,6 @@ from migrate.core.model import (
 )
 def test_parse_rack(rack, sep, expected):
     assert parse_rack(rack, sep) == expected
-
-
-def test_parse_zookeeper_config():
-    servers, version = parse_zookeeper_config(
-        "server.2=10.0.0.2:2888:3888:participant;0.0.0.0:2181\n"
-        "server.1=10.0.0.1:2888:3888:participant;2181\n"
-        "server.4=10.0.0.4:2888:3888:observer;10.0.0.4:2181\n"
-        "version=100000000\n"
-    )
-    assert version == 0x100000000
-    assert [s.id for s in servers] == [1, 2, 4]
-    assert servers[0] == ZkServer(1, "10.0.0.1", 2888, 3888, 2181, None, "participant")
-    assert servers[1].client_host == "0.0.0.0" and servers[1].client_address == "10.0.0.2:2181"
-    assert servers[2].role == "observer"
-    assert servers[2].spec() == "server.4=10.0.0.4:2888:3888:observer;10.0.0.4:2181"
-    assert servers[2].spec("participant") == "server.4=10.0.0.4:2888:3888:participant;10.0.0.4:2181"
-
-
-def test_parse_zookeeper_config_errors():
-    with pytest.raises(BadInput, match="hexadecimal"):
-        parse_zookeeper_config("version=xyz")
-    with pytest.raises(BadInput, match="role"):
-        parse_zookeeper_config("server.1=h:1:2:boss;2181")
-
-
-def test_version_tuple():
-    assert version_tuple("3.8.6") == (3, 8, 6)
-    assert version_tuple("3.4.14-abc") == (3, 4, 14)
-    assert version_tuple(None) is None and version_tuple("x") is None
 
 
 def test_topic_replication_factor():

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from migrate.errors import BadInput
-from migrate.core.model import ZkServer
+from migrate.core.zookeeper import Server
 from migrate.core.playbook import NewBroker, parse_playbook
 from migrate.files import load_playbook
 
@@ -23,8 +23,8 @@ def test_sandbox_playbook_matches_the_sandbox(kb):
     assert pb.kafka.bootstrap_servers == "127.0.0.1:9092,127.0.0.2:9092,127.0.0.3:9092"
     assert pb.zookeeper.connect == "127.0.0.1:2181,127.0.0.2:2181,127.0.0.3:2181"
     assert pb.zookeeper.add == (
-        ZkServer(4, "127.0.0.4", 2888, 3888, 2181, None, "participant"),
-        ZkServer(5, "127.0.0.5", 2888, 3888, 2181, None, "participant"),
+        Server(4, "127.0.0.4", 2888, 3888, 2181, None, "participant"),
+        Server(5, "127.0.0.5", 2888, 3888, 2181, None, "participant"),
     )
     assert pb.zookeeper.remove == (1, 2, 3)
     assert pb.brokers.mapping == {1: 4, 2: 5, 3: 6}
@@ -63,7 +63,7 @@ brokers:
     assert pb.brokers.mapping == {1: 4, 2: 5}
     assert pb.brokers.new == {4: NewBroker("AD-1", None)}
     assert pb.brokers.keep == (7,)
-    assert pb.zookeeper.add[0] == ZkServer(4, "z4", 2888, 3888, 2181, "10.0.0.4", "participant")
+    assert pb.zookeeper.add[0] == Server(4, "z4", 2888, 3888, 2181, "10.0.0.4", "participant")
     assert pb.migration.throttle_bytes_per_s == 50_000_000
     assert pb.migration.max_partition_moves_cluster is None
     assert pb.kafka.client_settings() == {"bootstrap.servers": "h:9092"}

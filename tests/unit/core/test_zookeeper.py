@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from migrate.errors import BadInput
 from migrate.core.zookeeper import (
     OBSERVER,
     PARTICIPANT,
@@ -28,6 +29,8 @@ from migrate.core.zookeeper import (
     parse_config,
     parse_server_line,
     parse_server_spec,
+    parse_version,
+    split_connect,
     quorum_problem,
     single_reconfig,
     step_by_step,
@@ -45,7 +48,7 @@ version=100000000
 
 
 def srv(i: int, role: str = PARTICIPANT) -> Server:
-    return Server(i, f"zk{i}", 2888, 3888, role, 2181, f"zk{i}")
+    return Server(i, f"zk{i}", 2888, 3888, 2181, f"zk{i}", role)
 
 
 def cfg(voters, observers=(), version=0x100000000) -> DynamicConfig:
@@ -78,6 +81,37 @@ def test_line_round_trip(line):
 def test_line_without_role_is_participant_and_without_client_has_no_address():
     s = parse_server_line("server.2=h2:2888:3888")
     assert s.role == PARTICIPANT and s.client_port is None and s.client_address is None
+
+
+def test_parse_config_of_a_snapshot():
+    """Was test_model.test_parse_zookeeper_config: the one parser serves the cluster snapshot too."""
+    c = parse_config(
+        "server.2=10.0.0.2:2888:3888:participant;0.0.0.0:2181\n"
+        "server.1=10.0.0.1:2888:3888:participant;2181\n"
+        "server.4=10.0.0.4:2888:3888:observer;10.0.0.4:2181\n"
+        "version=100000000\n"
+    )
+    servers, version = c.servers, c.version
+    assert version == 0x100000000
+    assert [s.id for s in servers] == [1, 2, 4]
+    assert servers[0] == Server(1, "10.0.0.1", 2888, 3888, 2181, None, "participant")
+    assert servers[1].client_host == "0.0.0.0" and servers[1].client_address == "10.0.0.2:2181"
+    assert servers[2].role == "observer"
+    assert servers[2].line() == "server.4=10.0.0.4:2888:3888:observer;10.0.0.4:2181"
+    assert servers[2].with_role("participant").line() == "server.4=10.0.0.4:2888:3888:participant;10.0.0.4:2181"
+
+
+def test_parse_config_errors():
+    with pytest.raises(BadInput, match="hexadecimal"):
+        parse_config("version=xyz")
+    with pytest.raises(BadInput, match="role"):
+        parse_config("server.1=h:1:2:boss;2181")
+
+
+def test_parse_version():
+    assert parse_version("3.8.6") == (3, 8, 6)
+    assert parse_version("3.4.14-abc") == (3, 4, 14)
+    assert parse_version(None) is None and parse_version("x") is None
 
 
 @pytest.mark.parametrize(
@@ -141,7 +175,7 @@ def test_refusals():
         validate_change(Change((srv(4),), (4,)))
     with pytest.raises(ConfigError, match="nothing to do"):
         validate_change(Change((), ()))
-    moved = Server(2, "elsewhere", 2888, 3888, PARTICIPANT, 2181, "elsewhere")
+    moved = Server(2, "elsewhere", 2888, 3888, 2181, "elsewhere", PARTICIPANT)
     assert "committed config as" in check_change(cfg((1, 2, 3)), Change((moved,), ()))[0]
     assert "no voter" in check_change(cfg((1,)), Change((), (1,)))[-1]
 
@@ -325,7 +359,7 @@ def test_add_option_mixes_ids_and_inline_specs():
 
 
 def test_connect_strings_split_into_hosts_and_chroot():
-    from migrate.adapters.zookeeper import parse_auth, split_connect
+    from migrate.adapters.zookeeper import parse_auth
     from migrate.errors import BadInput
 
     assert split_connect("zk1:2181,zk2:2182/kafka") == ("zk1:2181,zk2:2182", "/kafka")
