@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.files import client_settings
 from migrate.sandbox.demo import Demo
-from migrate.core.model import parse_zookeeper_config
+from migrate.core.zookeeper import parse_config
 from migrate.sandbox.testing import free_ip_prefix
 
 # The module fixture runs the whole migration (10-20 min on two cores): more than the default per-test timeout.
@@ -92,7 +92,7 @@ def test_old_zookeeper_servers_are_out_of_the_config(migrated):
     zk.start(timeout=30)
     try:
         zk.sync("/zookeeper/config")
-        servers, _version = parse_zookeeper_config(zk.get("/zookeeper/config")[0].decode())
+        servers = parse_config(zk.get("/zookeeper/config")[0].decode()).servers
         assert sorted(s.id for s in servers if s.role == "participant") == [4, 5, 6]
         assert sorted(s.id for s in servers) == [4, 5, 6]
         assert sorted(zk.get_children("/brokers/ids")) == ["4", "5", "6"]
