@@ -64,15 +64,6 @@ class ReconfigRefused(Exception):
         self.kind = kind  # bad-version | in-progress | no-quorum | disabled | no-auth | unimplemented | other
 
 
-def parse_auth(text: str | None) -> list[tuple[str, str]]:
-    """``--zk-auth user:password`` -> kazoo auth_data (digest scheme)."""
-    if not text:
-        return []
-    if ":" not in text or text.startswith(":"):
-        raise BadInput("--zk-auth: expected user:password (ZooKeeper digest authentication)")
-    return [("digest", text)]
-
-
 def _address(addr: str) -> tuple[str, int]:
     return split_host_port(addr, None, "address")
 

@@ -12,7 +12,7 @@ from migrate.core.clientconfig import ClientSettings, translate
 from migrate.files import client_settings, load_playbook
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.errors import EXIT_FAILURE, BadInput
-from migrate.core.model import ClusterSnapshot, ZkEnsemble, snapshot_from_json, snapshot_to_dict, snapshot_to_json
+from migrate.core.model import ClusterSnapshot, snapshot_from_json, snapshot_to_dict, snapshot_to_json
 from migrate.core.plan import Plan, plan_to_dict, plan_to_json
 from migrate.core.playbook import Playbook
 from migrate.core.units import format_bytes, format_rate
@@ -40,7 +40,7 @@ def resolve_connection(playbook: Playbook | None, bootstrap: str | None, zookeep
 
 
 def _auth(text: str | None) -> list[tuple[str, str]] | None:
-    from migrate.adapters.zookeeper import parse_auth
+    from migrate.core.zookeeper import parse_auth
 
     return parse_auth(text) or None
 
@@ -231,8 +231,7 @@ def topics_create(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Create a topic with explicit round-robin assignments across availability and fault domains."""
-    from migrate.adapters.kafka import ReassignmentAdmin
-    from migrate.core.placement import assign_new_topic
+    from migrate.runner.topics import create_topic
 
     configs = {}
     for item in config:
@@ -241,22 +240,9 @@ def topics_create(
             raise BadInput(f"--config {item!r}: expected name=value, like min.insync.replicas=2")
         configs[key.strip()] = value.strip()
     settings = client_settings(bootstrap_server, command_config)
-    admin = ReassignmentAdmin(settings)
-    try:
-        existing = admin.describe([name])
-        if name in existing:
-            raise BadInput(f"topic {name} already exists: choose another name, or move it with kmigrate partitions")
-        snapshot = ClusterSnapshot(zookeeper=ZkEnsemble(connect=""), brokers=tuple(admin.brokers()))
-        excluded = parse_id_list(exclude_brokers, "--exclude-brokers")
-        unknown = sorted(set(excluded) - {b.id for b in snapshot.brokers})
-        if unknown:
-            raise BadInput(f"--exclude-brokers names broker(s) {unknown} that are not alive in the cluster")
-        placement = assign_new_topic(snapshot, partitions, replication_factor, topic=name, exclude_brokers=excluded,
-                                     start_broker=start_broker, separator=rack_separator)
-        if not dry_run:
-            admin.create_topic(name, placement.as_lists(), configs)
-    finally:
-        admin.close()
+    excluded = parse_id_list(exclude_brokers, "--exclude-brokers")
+    placement = create_topic(settings, name, partitions, replication_factor, exclude_brokers=excluded,
+                             start_broker=start_broker, separator=rack_separator, configs=configs, dry_run=dry_run)
     if output == OutputFormat.json:
         emit_json({"topic": name, "created": not dry_run, "assignments": placement.as_lists(),
                    "warnings": list(placement.warnings), "configs": configs})

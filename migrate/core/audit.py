@@ -58,7 +58,7 @@ _MAX_LISTED = 8
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
 
-def _ids(ids: Iterable[object], limit: int = _MAX_LISTED) -> str:
+def shown_ids(ids: Iterable[object], limit: int = _MAX_LISTED) -> str:
     """Ids for a message: the first ``limit``, then ``and N more``."""
     items = list(ids)
     shown = ", ".join(map(str, items[:limit]))
@@ -132,16 +132,16 @@ def audit_durability(snapshot: ClusterSnapshot) -> list[Finding]:
                 under.append(p.partition)
         if under:
             out.append(Finding("error", "durability.under_replicated", subject,
-                               f"{len(under)} partition(s) under-replicated now ({_ids(under)}): bring every "
+                               f"{len(under)} partition(s) under-replicated now ({shown_ids(under)}): bring every "
                                "replica back into the ISR before migrating", forceable=False, blocks="all"))
         if offline:
             out.append(Finding("error", "durability.offline", subject,
-                               f"{len(offline)} partition(s) offline now ({_ids(offline)}): restore their "
+                               f"{len(offline)} partition(s) offline now ({shown_ids(offline)}): restore their "
                                "leaders before migrating", forceable=False, blocks="all"))
     if snapshot.ongoing_reassignments:
         keys = sorted(snapshot.ongoing_reassignments)
         out.append(Finding("warning", "reassignment.ongoing", "cluster",
-                           f"{len(keys)} reassignment(s) in progress ({_ids(f'{t}-{p}' for t, p in keys)}): "
+                           f"{len(keys)} reassignment(s) in progress ({shown_ids(f'{t}-{p}' for t, p in keys)}): "
                            "let them finish or cancel them before kmigrate partitions"))
     return out
 
@@ -190,7 +190,7 @@ def audit_mapping(
     for b in both:
         sources = sorted(o for o, n in mapping.items() if n == b)
         out.append(Finding("error", "mapping.target_is_old", f"broker {b}",
-                           f"broker {b} is both an old broker and the new id of {_ids(sources)}: "
+                           f"broker {b} is both an old broker and the new id of {shown_ids(sources)}: "
                            "give the new broker an id that is not in use", forceable=False, blocks="partitions"))
     by_target: dict[int, list[int]] = {}
     for o, n in mapping.items():
@@ -200,10 +200,10 @@ def audit_mapping(
         if len(sources) > 1:
             if allow_merge:
                 out.append(Finding("warning", "mapping.shared_target", f"broker {n}",
-                                   f"old brokers {_ids(sources)} all move to broker {n}: it receives all their replicas"))
+                                   f"old brokers {shown_ids(sources)} all move to broker {n}: it receives all their replicas"))
             else:
                 out.append(Finding("error", "mapping.shared_target", f"broker {n}",
-                                   f"old brokers {_ids(sources)} all map to broker {n}: give each its own new broker, "
+                                   f"old brokers {shown_ids(sources)} all map to broker {n}: give each its own new broker, "
                                    "or allow merging explicitly", forceable=True, blocks="partitions"))
     for n in sorted(new - old):
         b = registered.get(n)
@@ -273,19 +273,19 @@ def audit_zookeeper(snapshot: ClusterSnapshot, playbook: Playbook, zk: ZkPlan | 
     top, low = low_joiner_ids(current_ids, joiner_ids)
     if low:
         out.append(Finding("error", "zookeeper.joiner_id_order", "zookeeper",
-                           f"joiner id(s) {_ids(low)} not greater than current id {top}: give joiners ids above "
+                           f"joiner id(s) {shown_ids(low)} not greater than current id {top}: give joiners ids above "
                            f"{top} (e.g. {top + 1})", forceable=False, blocks="zookeeper"))
     participants = {s.id for s in zk.current if s.role == PARTICIPANT}
     already = sorted(set(joiner_ids) & participants)
     if already:
         out.append(Finding("error", "zookeeper.joiner_is_participant", "zookeeper",
-                           f"joiner(s) {_ids(already)} are already voting members: remove them from zookeeper.add",
+                           f"joiner(s) {shown_ids(already)} are already voting members: remove them from zookeeper.add",
                            forceable=False, blocks="zookeeper"))
     missing = sorted(set(zk.remove) - set(current_ids))
     if missing and zk.current:
         out.append(Finding("warning", "zookeeper.remove_unknown", "zookeeper",
-                           f"server(s) {_ids(missing)} to remove are not in the committed configuration "
-                           f"({_ids(current_ids)}): already removed?"))
+                           f"server(s) {shown_ids(missing)} to remove are not in the committed configuration "
+                           f"({shown_ids(current_ids)}): already removed?"))
     voters = len(zk.voters_after)
     risk = voter_count_risk(voters)
     if risk == "none":
@@ -303,7 +303,7 @@ def audit_zookeeper(snapshot: ClusterSnapshot, playbook: Playbook, zk: ZkPlan | 
     unreachable = sorted(sid for sid, mode in ens.server_modes.items() if mode == "unreachable")
     if unreachable:
         out.append(Finding("warning", "zookeeper.unreachable", "zookeeper",
-                           f"server(s) {_ids(unreachable)} did not answer: the ensemble "
+                           f"server(s) {shown_ids(unreachable)} did not answer: the ensemble "
                            f"({tolerance(len(zk.voters_before))}) has less margin during the change"))
     new_hosts: set[tuple[str, int]] = set()
     for j in zk.joiners:
@@ -321,9 +321,9 @@ def audit_zookeeper(snapshot: ClusterSnapshot, playbook: Playbook, zk: ZkPlan | 
                 lacking.append(str(b.id))
         if lacking:
             out.append(Finding("warning", "zookeeper.broker_connect", "brokers",
-                               f"broker(s) {_ids(lacking)} have a zookeeper.connect without any new server: restart "
+                               f"broker(s) {shown_ids(lacking)} have a zookeeper.connect without any new server: restart "
                                f"them with zookeeper.connect={zk.connect_during} before kmigrate zookeeper removes "
-                               f"{_ids(zk.remove)}"))
+                               f"{shown_ids(zk.remove)}"))
     return out
 
 

@@ -34,7 +34,7 @@ from itertools import chain
 from operator import attrgetter
 from typing import Any, Iterable, Mapping, Sequence
 
-from migrate.core.audit import audit_durability, audit_mapping, audit_size, audit_zookeeper, sort_findings
+from migrate.core.audit import audit_durability, audit_mapping, audit_size, audit_zookeeper, shown_ids, sort_findings
 from migrate.errors import BadInput
 from migrate.core.model import ClusterSnapshot
 from migrate.core.zookeeper import Change, DynamicConfig, is_reached, joiner_config, single_reconfig, target_config
@@ -67,7 +67,6 @@ __all__ = [
 _UNMAPPED = 1
 _REPAIR = 2
 _CACHE_LIMIT = 300_000  # distinct replica tuples remembered; beyond that, computed per partition
-_MAX_LISTED = 8
 
 # cache entry of a current replica tuple
 _DIRECT = 4  # entry not cached: count its partitions one by one
@@ -95,16 +94,30 @@ class _Direct:
 
     def moved(self, cur: tuple[int, ...], tgt: tuple[int, ...], leader: int | None, size: int | None) -> int | None:
         self.replicas_after.extend(tgt)
-        added = [b for b in tgt if b not in cur]
-        if size is None:
-            return None
-        moved = size * len(added)
-        if moved:
-            for b in added:
-                self.bytes_in[b] = self.bytes_in.get(b, 0) + size
-            src = leader if leader is not None and leader >= 0 and leader in cur else cur[0]
-            self.bytes_out[src] = self.bytes_out.get(src, 0) + moved
-        return moved
+        return _account(cur, tgt, leader, size, self.bytes_in, self.bytes_out)
+
+
+def _account(cur: tuple[int, ...], tgt: tuple[int, ...], leader: int | None, size: int | None,
+             bytes_in: dict[int, int], bytes_out: dict[int, int]) -> int | None:
+    """The bytes one partition's move copies (``None``: size unknown): ``size`` into every broker that
+    joins, ``size x joiners`` out of the sending broker (the current leader if it is a current
+    replica, else the first current replica)."""
+    if size is None:
+        return None
+    added = [b for b in tgt if b not in cur]
+    moved = size * len(added)
+    if moved:
+        for b in added:
+            bytes_in[b] = bytes_in.get(b, 0) + size
+        src = leader if leader is not None and leader >= 0 and leader in cur else cur[0]
+        bytes_out[src] = bytes_out.get(src, 0) + moved
+    return moved
+
+
+def _estimated_seconds(bytes_in: Mapping[int, int], bytes_out: Mapping[int, int], throttle: int) -> int:
+    """The copy time the busiest broker bounds from below (see :class:`~migrate.core.plan.Plan`)."""
+    busiest = max(chain(bytes_in.values(), bytes_out.values()), default=0)
+    return math.ceil(busiest / throttle) if throttle else 0
 
 
 RUNBOOK_COMMANDS = {
@@ -115,14 +128,6 @@ RUNBOOK_COMMANDS = {
     "verify_compare": "kmigrate verify compare before.json",
 }
 """Command templates used in the runbook (``{plan}`` is the plan file)."""
-
-
-def _ids(ids: Iterable[object], limit: int = _MAX_LISTED) -> str:
-    items = list(ids)
-    shown = ", ".join(map(str, items[:limit]))
-    if len(items) > limit:
-        shown += f" and {len(items) - limit} more"
-    return shown
 
 
 # --------------------------------------------------------------------------- targets
@@ -214,7 +219,7 @@ class _Targets:
         out: list[str] = []
         for b in sorted(self.unmapped):
             count, topics = self.unmapped[b]
-            names = _ids(sorted(topics), 3)
+            names = shown_ids(sorted(topics), 3)
             if b in new_ids:
                 out.append(f"broker {b} already holds replicas of {count} partition(s) (topics {names}); they stay "
                            "(the topic may have been moved already)")
@@ -224,10 +229,10 @@ class _Targets:
         for topic in sorted(self.repairs):
             for reason in sorted(self.repairs[topic]):
                 parts = self.repairs[topic][reason]
-                out.append(f"topic {topic}: partition(s) {_ids(parts)}: {reason}; another live broker was chosen, "
+                out.append(f"topic {topic}: partition(s) {shown_ids(parts)}: {reason}; another live broker was chosen, "
                            "in an unused availability domain where possible")
         for topic in sorted(self.short):
-            out.append(f"topic {topic}: partition(s) {_ids(self.short[topic])} lose a replica: not enough brokers "
+            out.append(f"topic {topic}: partition(s) {shown_ids(self.short[topic])} lose a replica: not enough brokers "
                        "after the move for their replication factor")
         return out
 
@@ -404,7 +409,7 @@ def build_runbook(
     zk_todo = zk is not None and not zk.already_done
     if zk_todo:
         assert zk is not None
-        joiners = _ids(j.id for j in zk.joiners)
+        joiners = shown_ids(j.id for j in zk.joiners)
         steps.append(("operator", f"start ZooKeeper server(s) {joiners} as joiners",
                       "Give each joiner reconfigEnabled=true, standaloneEnabled=false, a dynamicConfigFile with the "
                       "committed servers plus the joiners as observers (" + "; ".join(zk.joiner_config) + "), "
@@ -420,14 +425,14 @@ def build_runbook(
         steps.append(("kmigrate", RUNBOOK_COMMANDS["zookeeper"].format(add=add, remove=remove, **fields),
                       f"One reconfig from config version {zk.from_config if zk.from_config is None else format(zk.from_config, 'x')}: "
                       f"{zk.reconfig_command}.",
-                      f"/zookeeper/config read from a new server lists exactly the voters {_ids(zk.voters_after)}"))
+                      f"/zookeeper/config read from a new server lists exactly the voters {shown_ids(zk.voters_after)}"))
         steps.append(("operator", f"rolling restart of the brokers with zookeeper.connect={zk.connect_after}",
                       "Restart the brokers one at a time with a zookeeper.connect of the new servers only.",
                       "describe_configs shows no broker's zookeeper.connect names a removed server"))
     if mapping:
         racks = ", ".join(f"{b}:{new_racks.get(b) or '?'}" for b in new_brokers)
         connect = f" and zookeeper.connect={zk.connect_after}" if zk is not None else ""
-        steps.append(("operator", f"start the new broker(s) {_ids(new_brokers)}",
+        steps.append(("operator", f"start the new broker(s) {shown_ids(new_brokers)}",
                       f"Start each new broker with its broker.id and broker.rack ({racks}){connect}.",
                       "every new broker is registered, alive and reports its rack"))
     if has_moves:
@@ -446,9 +451,9 @@ def build_runbook(
     if old_brokers or old_zk:
         what = []
         if old_brokers:
-            what.append(f"brokers {_ids(old_brokers)}")
+            what.append(f"brokers {shown_ids(old_brokers)}")
         if old_zk:
-            what.append(f"ZooKeeper servers {_ids(old_zk)}")
+            what.append(f"ZooKeeper servers {shown_ids(old_zk)}")
         steps.append(("operator", f"decommission {' and '.join(what)}",
                       "Stop and remove the old nodes once kmigrate reports them empty.",
                       "the old brokers host no replica and lead nothing; the old ZooKeeper servers are not in "
@@ -457,20 +462,6 @@ def build_runbook(
 
 
 # --------------------------------------------------------------------------- the plan
-
-
-def _account(cur: tuple[int, ...], tgt: tuple[int, ...], leader: int | None, size: int,
-             bytes_in: dict[int, int], bytes_out: dict[int, int]) -> None:
-    """Add ``size`` to every broker that joins and ``size x joiners`` to the sending broker
-    (the current leader if it is a current replica, else the first current replica)."""
-    added = [b for b in tgt if b not in cur]
-    if not added:
-        return
-    for b in added:
-        bytes_in[b] = bytes_in.get(b, 0) + size
-    src = leader if leader is not None and leader >= 0 and leader in cur else (cur[0] if cur else None)
-    if src is not None:
-        bytes_out[src] = bytes_out.get(src, 0) + size * len(added)
 
 
 def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bool = False, plan_file: str = "plan.json") -> Plan:
@@ -623,8 +614,7 @@ def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bo
     topic_totals = tuple(topic_totals_l)
     total_bytes = sum(bytes_in.values())
     throttle = playbook.migration.throttle_bytes_per_s
-    busiest = max(chain(bytes_in.values(), bytes_out.values()), default=0)
-    estimated_seconds = math.ceil(busiest / throttle) if throttle else 0
+    estimated_seconds = _estimated_seconds(bytes_in, bytes_out, throttle)
 
     all_brokers = sorted(set(replicas_before) | set(replicas_after) | alive | new_ids | retiring)
     broker_totals = tuple(
@@ -734,7 +724,7 @@ def plan_from_reassignment_json(
             raise BadInput(f"{at}.partition: topic {topic!r} has no partition {part} (it has {len(t.partitions)})")
         unknown = [b for b in replicas if b not in known]
         if unknown:
-            raise BadInput(f"{at}.replicas: broker(s) {_ids(unknown)} are not registered brokers ({_ids(sorted(known))})")
+            raise BadInput(f"{at}.replicas: broker(s) {shown_ids(unknown)} are not registered brokers ({shown_ids(sorted(known))})")
         if (topic, part) in seen:
             raise BadInput(f"{at}: {topic}-{part} is listed twice")
         seen.add((topic, part))
@@ -748,21 +738,14 @@ def plan_from_reassignment_json(
     for topic, p, tgt in entries:
         if tgt == p.replicas:
             continue
-        added = [b for b in tgt if b not in p.replicas]
         row = per_topic.setdefault(topic, [0, 0, 0])
         row[0] += 1
-        if p.size_bytes is None:
-            moved = None
+        moved = _account(p.replicas, tgt, p.leader, p.size_bytes, bytes_in, bytes_out)
+        if moved is None:
             row[2] += 1
             unknown_total += 1
         else:
-            moved = p.size_bytes * len(added)
             row[1] += moved
-            for b in added:
-                bytes_in[b] = bytes_in.get(b, 0) + p.size_bytes
-            src = p.leader if p.leader is not None and p.leader in p.replicas else p.replicas[0]
-            if moved:
-                bytes_out[src] = bytes_out.get(src, 0) + moved
         moves.append(PartitionMove(topic, p.partition, p.replicas, tgt, p.size_bytes))
     changed = {(m.topic, m.partition): m.target for m in moves}
     replicas_before: Counter[int] = Counter()
@@ -776,8 +759,7 @@ def plan_from_reassignment_json(
             if final:
                 leaders_after[final[0]] += 1
     total_bytes = sum(bytes_in.values())
-    busiest = max(chain(bytes_in.values(), bytes_out.values()), default=0)
-    estimated_seconds = math.ceil(busiest / throttle_bytes_per_s)
+    estimated_seconds = _estimated_seconds(bytes_in, bytes_out, throttle_bytes_per_s)
     broker_totals = tuple(
         BrokerTotal(b, "kept", bytes_in.get(b, 0), bytes_out.get(b, 0), replicas_before.get(b, 0),
                     replicas_after.get(b, 0), leaders_after.get(b, 0))

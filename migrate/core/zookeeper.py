@@ -74,6 +74,15 @@ def split_connect(connect: str) -> tuple[str, str]:
     return ",".join(f"{bracket(h)}:{p}" for h, p in hosts), chroot
 
 
+def parse_auth(text: str | None) -> list[tuple[str, str]]:
+    """``--zk-auth user:password`` -> kazoo auth_data (digest scheme)."""
+    if not text:
+        return []
+    if ":" not in text or text.startswith(":"):
+        raise BadInput("--zk-auth: expected user:password (ZooKeeper digest authentication)")
+    return [("digest", text)]
+
+
 def _port(text: str, what: str, context: str) -> int:
     if not text.isdigit() or not 0 < int(text) < 65536:
         raise ConfigError(f"{context}: {what} {text!r} is not a port number")

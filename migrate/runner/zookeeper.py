@@ -54,6 +54,7 @@ from migrate.core.zookeeper import (
     judge_brokers,
     next_step,
     outcome_problems,
+    parse_auth,
     parse_config,
     quorum_problem,
     single_reconfig,
@@ -166,7 +167,7 @@ def _states(servers: Iterable[Server], membership: bool = False) -> dict[int, zk
 
 def prepare(connect: str, zk_auth: str | None) -> tuple[str, str, list[tuple[str, str]]]:
     hosts, chroot = split_connect(connect)
-    return hosts, chroot, zka.parse_auth(zk_auth)
+    return hosts, chroot, parse_auth(zk_auth)
 
 
 def render_joiner_config(connect: str, joiner_id: int, adds: tuple[Server | int, ...], known: tuple[Server, ...],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,56 @@ def test_playbook_gives_the_ensemble_and_the_servers(cluster, tmp_path):
     proc = run_cli(["zookeeper", "joiner-config", "6", "--playbook", str(book)])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-2:] == [f"server.{i}={z[i].host}:2888:3888:observer;{z[i].host}:2181" for i in (5, 6)]
+
+
+def test_plan_gives_the_change_and_contradicting_flags_are_refused(cluster, tmp_path):
+    """``kmigrate zookeeper --plan``: the change the plan recorded (add 5), performed; then undone by hand."""
+    from migrate.core.model import ClusterSnapshot, ZkEnsemble, snapshot_to_json
+
+    z5 = zk_nodes(cluster, (5,))[0]
+    now = committed(_voters(cluster))
+    snapshot = ClusterSnapshot(zookeeper=ZkEnsemble(connect=_voters(cluster), config_version=now.version,
+                                                    servers=now.servers, reconfig_enabled=True))
+    (tmp_path / "cluster.json").write_text(snapshot_to_json(snapshot))
+    (tmp_path / "zk.yaml").write_text(
+        f"kafka:\n  bootstrap_servers: \"127.0.0.1:9092\"\nzookeeper:\n  connect: \"{_voters(cluster)}\"\n"
+        f"  add:\n    - id: 5\n      host: {z5.host}\n"
+    )
+    plan_file = str(tmp_path / "plan.json")
+    proc = run_cli(["plan", "--playbook", str(tmp_path / "zk.yaml"), "--cluster-file", str(tmp_path / "cluster.json"),
+                    "-o", plan_file])
+    assert proc.returncode == 0, proc.stderr
+    line = f"server.5={z5.host}:2888:3888:participant;{z5.host}:2181"
+    doc = json.loads(Path(plan_file).read_text())["zookeeper"]
+    assert doc["reconfig_command"] == f"reconfig -v {now.version:x} -add {line}" and doc["reconfig_add"] == [line]
+
+    # the dry run shows the plan's reconfig, sent to the plan's ensemble
+    proc = run_cli(["zookeeper", "--plan", plan_file, "--dry-run"])
+    assert proc.returncode == 0, proc.stderr
+    assert f"reconfig -v {now.version:x} -add '{line}'" in proc.stdout and "joiner 5: ready" in proc.stdout
+    # flags that agree are fine; flags that contradict the plan: one line, exit 2, nothing changed
+    proc = run_cli(["zookeeper", "--plan", plan_file, "--add", "5", "--zookeeper", _first_voter(cluster), "--dry-run"])
+    assert proc.returncode == 0, proc.stderr
+    _refused(cluster, ["zookeeper", "--plan", plan_file, "--remove", "1"], "--remove 1 contradicts plan", "it removes none")
+    _refused(cluster, ["zookeeper", "--plan", plan_file, "--add", "5,6"], "--add 5,6 contradicts plan", "its joiners are 5")
+    _refused(cluster, ["zookeeper", "--plan", plan_file, "--zookeeper", f"{_voters(cluster)}/kafka"],
+             "contradicts plan", "drop --zookeeper")
+
+    # performed: 5 becomes a voter
+    proc = run_cli(["zookeeper", "--plan", plan_file])
+    assert proc.returncode == 0, proc.stderr
+    assert "reconfigured" in proc.stdout
+    assert committed(_voters(cluster)).voter_ids == (1, 2, 4, 5)
+    # a rerun of the plan finds it done
+    proc = run_cli(["zookeeper", "--plan", plan_file])
+    assert proc.returncode == 0 and "already done" in proc.stdout, proc.stderr
+
+    # leave the ensemble as it was: 5 leaves, then runs as a joiner again
+    proc = run_cli(["zookeeper", "--zookeeper", _voters(cluster), "--remove", "5"])
+    assert proc.returncode == 0, proc.stderr
+    assert committed(_voters(cluster)).voter_ids == (1, 2, 4)
+    wipe_server(cluster, z5)
+    cluster.start_joiners([z5])
 
 
 def _restart_voters_with(cluster, edit) -> None:

@@ -26,6 +26,7 @@ from migrate.core.zookeeper import (
     keeps_majority,
     next_step,
     outcome_problems,
+    parse_auth,
     parse_config,
     parse_server_line,
     parse_server_spec,
@@ -359,7 +360,6 @@ def test_add_option_mixes_ids_and_inline_specs():
 
 
 def test_connect_strings_split_into_hosts_and_chroot():
-    from migrate.adapters.zookeeper import parse_auth
     from migrate.errors import BadInput
 
     assert split_connect("zk1:2181,zk2:2182/kafka") == ("zk1:2181,zk2:2182", "/kafka")
