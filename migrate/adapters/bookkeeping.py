@@ -12,8 +12,7 @@ from typing import Iterable
 
 from migrate.adapters.kafka import TRUSTED_PRODUCER, NewTopicSpec, create_topics_and_wait, every_partition_led
 from migrate.core.clientconfig import ClientSettings
-from migrate.core.ledger import (  # noqa: F401  (re-exported: the bookkeeping names callers know)
-    DEFAULT_TOPIC, KINDS, SCHEMA, Ledger, Record, decode, encode, make_record, record_key)
+from migrate.core.ledger import Ledger, Record, decode, encode
 from migrate.errors import BadInput, StepFailed
 
 log = logging.getLogger("kmigrate.bookkeeping")

@@ -271,7 +271,7 @@ def partitions(
     """Move every topic to the new brokers through a bookkeeping topic, throttled, resumable from any crash."""
     render = _json_line if output == OutputFormat.json else TextRenderer()
     if cancel:
-        from migrate.runner.partitions import cancel_partitions
+        from migrate.runner.cancel import cancel_partitions
 
         include_re, exclude_re = compile_topic_filter(topics, exclude)
         pb, _pl = _load_inputs(playbook, plan)
@@ -309,7 +309,7 @@ def status(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Where the migration stands, read from the cluster: topics recorded, moves in flight, throttles, replicas left on old brokers."""
-    from migrate.runner.partitions import migration_status
+    from migrate.runner.status import migration_status
 
     pb, pl = _load_inputs(playbook, plan)
     client = _client(bootstrap_server, command_config, pb)

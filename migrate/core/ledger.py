@@ -157,6 +157,13 @@ class Ledger:
                     out[(r.value["topic"], int(p))] = tuple(int(b) for b in target)
         return out
 
+    def plan_of_submission(self, topic: str) -> str | None:
+        """The plan id of the last ``submitted`` record of ``topic`` (``None``: never submitted)."""
+        for r in reversed(self.records):
+            if r.kind == "submitted" and r.value.get("topic") == topic:
+                return r.plan_id
+        return None
+
     def broker_throttles(self) -> dict[tuple[int, str], dict[str, Any]]:
         """(broker, config) -> {"value", "prior"} for broker throttles set and not cleared.
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from migrate.core.model import Broker, ClusterSnapshot, Topic, ZkEnsemble
+from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble
 
 ReplicaKey = tuple[str, int, int]  # (topic, partition, broker)
 
@@ -167,3 +167,30 @@ def plan_targets(topics: Sequence[Topic], brokers: Sequence[Broker], mapping: Ma
     )
     plan = build_plan(snapshot, playbook, allow_merge=True)
     return {(m.topic, m.partition): tuple(m.target) for m in plan.moves}, list(plan.warnings)
+
+
+def errors_line(errors: Mapping[tuple[str, int], str]) -> str:
+    """Per-partition errors in one line, the first five named.
+
+    >>> errors_line({("t", 1): "E", ("t", 0): "F"})
+    't-0: F, t-1: E'
+    """
+    items = sorted(errors.items())
+    shown = ", ".join(f"{t}-{p}: {e}" for (t, p), e in items[:5])
+    return shown + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+
+
+def partition_of(topic: Topic | None, partition: int) -> Partition | None:
+    """The partition numbered ``partition`` of ``topic`` (``None`` when either is missing)."""
+    if topic is None:
+        return None
+    for p in topic.partitions:
+        if p.partition == partition:
+            return p
+    return None
+
+
+def leader_not_preferred(p: Partition) -> bool:
+    """True when the partition is led by another broker than its first replica (its preferred
+    leader), or has no leader."""
+    return bool(p.replicas) and p.leader != p.replicas[0]

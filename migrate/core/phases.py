@@ -160,3 +160,19 @@ class Rate:
     def eta_s(self, remaining_bytes: int) -> float | None:
         rate = self.bytes_per_s
         return remaining_bytes / rate if rate > 0 else None
+
+
+def migration_state(plan_id: str | None, topics_remaining: int, kmigrate_in_flight: int,
+                    partitions_on_old: int, kmigrate_throttles: int) -> str:
+    """Where a migration stands (``kmigrate status``): ``not started`` without a plan id, ``done``
+    when every topic is recorded and nothing of kmigrate's is left (no move in flight, no replica
+    on an old broker, no throttle), ``in progress`` otherwise.
+
+    >>> migration_state(None, 3, 0, 0, 0), migration_state("p", 0, 0, 0, 1), migration_state("p", 0, 0, 0, 0)
+    ('not started', 'in progress', 'done')
+    """
+    if not plan_id:
+        return "not started"
+    if topics_remaining or kmigrate_in_flight or partitions_on_old or kmigrate_throttles:
+        return "in progress"
+    return "done"

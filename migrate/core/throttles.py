@@ -89,3 +89,90 @@ def config_chars(entries: Iterable[str]) -> int:
     """Length of the config value the entries make (commas included)."""
     items = list(entries)
     return sum(len(e) for e in items) + max(0, len(items) - 1)
+
+
+# --------------------------------------------------------------------------- what to change
+
+
+def list_change(wanted: set[str], ours: set[str], max_chars: int = MAX_THROTTLE_CONFIG_CHARS) -> tuple[set[str], set[str]]:
+    """(entries to add, entries to drop) so that a topic's list holds the ``wanted`` entries,
+    among the entries kmigrate owns (``ours``).
+
+    Entries of finished partitions are harmless (Kafka throttles only replicas out of sync) and
+    cost a config write each: they stay while the topic still wants entries and the list fits
+    ``max_chars``; they go with the topic.
+
+    >>> list_change({"0:1"}, {"0:1", "1:1"})
+    (set(), set())
+    >>> list_change(set(), {"0:1"})
+    (set(), {'0:1'})
+    """
+    adds, drops = wanted - ours, ours - wanted
+    if wanted and config_chars(ours | adds) <= max_chars:
+        drops = set()
+    return adds, drops
+
+
+def entries_to_append(adds: set[str], present: set[str]) -> set[str]:
+    """The entries kmigrate appends (and records as its own): none when someone throttles every
+    replica of the topic already (``*``), never one already there (someone else's stays theirs)."""
+    if "*" in present:
+        return set()
+    return adds - present
+
+
+def list_operation(wanted: set[str], adds: set[str], drops: set[str], present: set[str],
+                   ours: set[str]) -> tuple[str, str | None] | None:
+    """The one incremental config operation that applies ``adds`` and ``drops`` to a list that
+    holds ``present`` now: ``(kind, value)`` with kind ``set`` / ``append`` / ``delete`` /
+    ``subtract``, or ``None`` when nothing is to be written. The whole config is deleted only when
+    the topic wants nothing and every entry present is kmigrate's.
+
+    >>> list_operation({"0:4"}, {"0:4"}, set(), set(), set())
+    ('append', '0:4')
+    >>> list_operation(set(), set(), {"0:4"}, {"0:4"}, {"0:4"})
+    ('delete', None)
+    >>> list_operation(set(), set(), {"0:4"}, {"0:4", "1:9"}, {"0:4"})
+    ('subtract', '0:4')
+    """
+    if adds and drops:
+        return "set", format_entries(sorted((present - drops) | adds))
+    if adds:
+        return "append", format_entries(sorted(adds))
+    if drops and not wanted and present <= ours:
+        return ("delete", None) if present else None
+    if drops & present:
+        return "subtract", format_entries(sorted(drops & present))
+    return None
+
+
+def broker_rate_removal(now: str | None, recorded: str, prior: str | None) -> tuple[str, bool]:
+    """What to do with a broker rate kmigrate recorded setting to ``recorded`` (``prior``: the
+    value before kmigrate), now that it is ``now``: ``(action, restore)``. ``restore``: set the
+    config back to ``prior`` (delete it when ``None``). A value someone changed since is left.
+
+    >>> broker_rate_removal("100", "100", None), broker_rate_removal("100", "100", "7")
+    (('removed', True), ('restored', True))
+    >>> broker_rate_removal("5", "100", None), broker_rate_removal(None, "100", "7")
+    (('left (changed by someone else)', False), ('absent', False))
+    """
+    if now == recorded or (now is None and prior is None):
+        # absent may be a broker that has not applied kmigrate's change yet: delete anyway
+        return ("restored" if prior is not None else "removed"), True
+    if now is not None and now != prior:
+        return "left (changed by someone else)", False
+    return "absent", False
+
+
+def list_removal(present: set[str], recorded: set[str]) -> tuple[str, str | None] | None:
+    """The operation that takes kmigrate's ``recorded`` entries out of a list holding ``present``:
+    delete the config when every entry is kmigrate's, subtract them otherwise; ``None`` when none
+    of them is there.
+
+    >>> list_removal({"0:1"}, {"0:1", "1:1"}), list_removal({"0:1", "2:2"}, {"0:1"}), list_removal(set(), {"0:1"})
+    (('delete', None), ('subtract', '0:1'), None)
+    """
+    ours = present & recorded
+    if not ours:
+        return None
+    return ("delete", None) if present <= recorded else ("subtract", format_entries(sorted(ours)))

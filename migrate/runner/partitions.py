@@ -1,14 +1,16 @@
 """Sequencer of ``kmigrate partitions``: move every topic to the new brokers, throttled, resumably.
 
-The procedure, with what kmigrate adds (every decision is a pure function of
-:mod:`migrate.core.reassignment`; this module only observes, asks, and acts):
+The procedure, with what kmigrate adds (every decision is a pure function of core: moves,
+scheduler, phases, throttles, ledger; this module only observes, asks, and acts; throttles are
+kept by :mod:`migrate.runner.throttles`, ``--cancel`` is :mod:`migrate.runner.cancel` and
+``kmigrate status`` :mod:`migrate.runner.status`):
 
 1. the old -> new mapping is given (``--mapping``, a playbook or a plan);
 2. every new broker is alive (else :class:`BadInput` naming it, unless ``--force``);
 3. the bookkeeping topic is read from the beginning if it exists (a record kmigrate did not write:
    :class:`BadInput`); records of another plan id are reported, not trusted;
 4. every topic but the bookkeeping topic is listed and filtered (``--topics`` / ``--exclude``);
-   those not recorded by this plan are planned (:func:`migrate.core.reassignment.plan_targets`);
+   those not recorded by this plan are planned (:func:`migrate.core.moves.plan_targets`);
 5. pre-checks before any change: no offline or under-replicated partition (unless ``--force``);
 6. the bookkeeping topic is created if missing (replicas on new brokers only); throttles that an
    earlier run left behind are removed (only what kmigrate set, from its records);
@@ -24,54 +26,40 @@ The procedure, with what kmigrate adds (every decision is a pure function of
 
 Throttles are removed on every exit but SIGKILL; after a SIGKILL the next run removes them.
 
-Testing hook: ``KMIGRATE_CRASH_AT=<point>[:<n>]`` makes the process SIGKILL itself the n-th time
-(default first) it reaches ``<point>``: ``after-throttle`` (throttles set, nothing submitted),
+Testing hook (:func:`migrate.runner.events.crash_point`): ``KMIGRATE_CRASH_AT=<point>[:<n>]``
+makes the process SIGKILL itself the n-th time (default first) it reaches ``<point>``: ``after-throttle`` (throttles set, nothing submitted),
 ``after-submit`` (a reassignment submitted and recorded), ``after-complete-before-record`` (a
 topic verified on target, not yet recorded). Used by the resume tests only.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
-from migrate.adapters.bookkeeping import BookkeepingTopic, Ledger, Record, make_record
+from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.kafka import ReassignmentAdmin, transient_error
 from migrate.core.clientconfig import ClientSettings
-from migrate.errors import BadInput, StepFailed
-from migrate.core.model import Partition, Topic
+from migrate.core.ledger import Ledger, Record, make_record
 from migrate.core.mapping import select_topics
-from migrate.core.moves import InFlight, PartitionMove, ReplicaKey, copied, plan_targets
+from migrate.core.model import Broker, Partition, Topic
+from migrate.core.moves import (
+    InFlight, PartitionMove, ReplicaKey, copied, errors_line, leader_not_preferred, partition_of, plan_targets,
+)
 from migrate.core.phases import (
     DEFAULT_POLL_INTERVAL_S, Decision, Rate, ReplicaProgress, TopicPhase, advance, decide, observe_progress,
     stalled_replicas,
 )
 from migrate.core.scheduler import SMALL_MOVE_SECONDS, Caps, schedule
-from migrate.core.throttles import (
-    BROKER_THROTTLE_CONFIGS, FOLLOWER_REPLICAS, LEADER_REPLICAS, MAX_THROTTLE_CONFIG_CHARS, TOPIC_THROTTLE_CONFIGS,
-    config_chars, fill_throttle_lists, format_entries, parse_entries, throttle_entries,
-)
+from migrate.core.throttles import fill_throttle_lists
+from migrate.errors import BadInput, StepFailed
+from migrate.runner.cancel import send_cancels, wait_not_in_flight
+from migrate.runner.events import crash_point
+from migrate.runner.throttles import Emit, Throttles, clear_recorded_throttles, now_s
+from migrate.runner.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll
 
-CRASH_ENV = "KMIGRATE_CRASH_AT"
-Emit = Callable[[dict[str, Any]], None]
-
-_crash_counts: dict[str, int] = {}
-
-
-def crash_point(name: str) -> None:
-    """Testing hook: SIGKILL this process at ``name`` when ``$KMIGRATE_CRASH_AT`` asks for it."""
-    spec = os.environ.get(CRASH_ENV, "")
-    want, _, nth = spec.partition(":")
-    if want != name:
-        return
-    _crash_counts[name] = _crash_counts.get(name, 0) + 1
-    if _crash_counts[name] >= int(nth or 1):
-        os.kill(os.getpid(), signal.SIGKILL)
+Key = tuple[str, int]  # (topic, partition)
 
 
 @dataclass(frozen=True)
@@ -103,215 +91,13 @@ NEW_TOPICS_PER_SUBMIT = 5
 """Topics whose throttle lists are first written in one submission (see ``_few_new_topics``)."""
 
 
-def _now_s() -> float:
-    return time.time()
-
-
-def _together(*calls: Callable[[], Any] | None) -> list[Any]:
-    """Run the calls at once (each waits on the network), return their results in order; an
-    absent call gives ``None``. The first error is raised once all have ended."""
-    present = [c for c in calls if c is not None]
-    if len(present) < 2:
-        return [c() if c is not None else None for c in calls]
-    with ThreadPoolExecutor(max_workers=len(present)) as pool:
-        futures = [pool.submit(c) if c is not None else None for c in calls]
-    return [f.result() if f is not None else None for f in futures]
-
-
-# ==================================================================== throttles kmigrate owns
-
-
-class Throttles:
-    """Throttle configs kmigrate sets and removes; every set is recorded in the bookkeeping topic
-    *before* it is made, every removal takes away only what kmigrate recorded."""
-
-    def __init__(self, admin: ReassignmentAdmin, book: BookkeepingTopic, plan_id: str, rate: int, emit: Emit,
-                 max_chars: int = MAX_THROTTLE_CONFIG_CHARS):
-        self.admin = admin
-        self.book = book
-        self.plan_id = plan_id
-        self.rate = str(rate)
-        self.emit = emit
-        self.max_chars = max_chars
-        self.brokers: set[int] = set()  # brokers whose rates this run set
-        self.ours: dict[tuple[str, str], set[str]] = {}  # (topic, config) -> entries this run appended
-
-    # ------------------------------------------------------------------ sync
-    def sync(self, wanted_by_topic: Mapping[str, list[PartitionMove]], records: Iterable[Record] = (),
-             brokers: Iterable[int] = (), live: Iterable[int] = ()) -> None:
-        """Make each topic's throttled-replica lists hold exactly the entries of its moves in
-        flight, among the entries kmigrate owns, and set the rate on ``brokers`` (those ``live``
-        not set yet by this run).
-
-        What is there now is read first (topics and brokers together); then one write records
-        every change to come with ``records``; then topics (one request) and brokers (one request
-        each) change together. Entries someone else set are never added to kmigrate's, so never
-        removed. A broker that refuses its rate is reported and tried again with the next moves
-        that need it."""
-        live = set(live)
-        todo = sorted(b for b in set(brokers) if b not in self.brokers and b in live)
-        changes: dict[tuple[str, str], tuple[set[str], set[str], set[str]]] = {}
-        for topic, moves in wanted_by_topic.items():
-            leader, follower = throttle_entries(moves)
-            wanted = {LEADER_REPLICAS: set(leader), FOLLOWER_REPLICAS: set(follower)}
-            for cfg in TOPIC_THROTTLE_CONFIGS:
-                ours = self.ours.get((topic, cfg), set())
-                adds, drops = wanted[cfg] - ours, ours - wanted[cfg]
-                # Entries of finished partitions are harmless (Kafka throttles only replicas out of
-                # sync) and cost a config write each: they go with the topic, or when the list
-                # would grow past the size limit.
-                if wanted[cfg] and config_chars(ours | adds) <= self.max_chars:
-                    drops = set()
-                if adds or drops:
-                    changes[(topic, cfg)] = (wanted[cfg], adds, drops)
-        topics = sorted({t for t, _ in changes})
-        current, rates_now = _together(
-            (lambda: self.admin.topic_configs(topics, TOPIC_THROTTLE_CONFIGS, dynamic_only=True)) if topics else None,
-            (lambda: self.admin.broker_dynamic_configs(todo, BROKER_THROTTLE_CONFIGS)) if todo else None,
-        )
-        out = [make_record(self.plan_id, "throttle-broker", f"{b}/{cfg}", _now_s(), broker=b, config=cfg,
-                           value=self.rate, prior=(rates_now or {}).get(b, {}).get(cfg))
-               for b in todo for cfg in BROKER_THROTTLE_CONFIGS]
-        out.extend(records)
-        ops: dict[str, list[tuple[str, str, str | None]]] = {}
-        added: dict[tuple[str, str], set[str]] = {}
-        for (t, cfg), (wanted, adds, drops) in sorted(changes.items()):
-            present = set(parse_entries((current or {}).get(t, {}).get(cfg)))
-            if "*" in present:
-                adds = set()  # someone throttles every replica of the topic already
-            adds = adds - present
-            added[(t, cfg)] = adds
-            ours = self.ours.setdefault((t, cfg), set())
-            if adds:
-                out.append(make_record(self.plan_id, "throttle-topic", f"{t}/{cfg}", _now_s(),
-                                       topic=t, config=cfg, entries=sorted(adds)))
-            if adds and drops:
-                ops.setdefault(t, []).append((cfg, "set", format_entries(sorted((present - drops) | adds))))
-            elif adds:
-                ops.setdefault(t, []).append((cfg, "append", format_entries(sorted(adds))))
-            elif drops and not wanted and present <= ours:
-                if present:
-                    ops.setdefault(t, []).append((cfg, "delete", None))
-            elif drops & present:
-                ops.setdefault(t, []).append((cfg, "subtract", format_entries(sorted(drops & present))))
-        self.book.append(out)
-        _, failed = _together(
-            (lambda: self.admin.alter_topic_configs(ops)) if ops else None,
-            (lambda: self.admin.set_brokers_configs({b: {cfg: self.rate for cfg in BROKER_THROTTLE_CONFIGS}
-                                                     for b in todo})) if todo else None,
-        )
-        for (t, cfg), (wanted, adds, drops) in changes.items():
-            ours = self.ours.setdefault((t, cfg), set())
-            ours.difference_update(drops)
-            ours.update(added.get((t, cfg), ()))
-        if todo:
-            failed = failed or {}
-            for b, why in sorted(failed.items()):  # retried on the next moves that need it
-                self.emit({"event": "warning", "message": f"cannot set the throttle on broker {b}: {why}"})
-            self.brokers.update(b for b in todo if b not in failed)
-            self.emit({"event": "throttle-set", "brokers": [b for b in todo if b not in failed], "rate_bytes_per_s": int(self.rate)})
-
-    def holds(self, topic: str) -> bool:
-        """True when kmigrate's entries are in the topic's throttle lists."""
-        return any(self.ours.get((topic, cfg)) for cfg in TOPIC_THROTTLE_CONFIGS)
-
-    def clear(self, topics: Iterable[str]) -> list[Record]:
-        """Remove the topics' kmigrate entries now; return the ``throttle-cleared`` records to write."""
-        topics = list(topics)
-        self.sync({t: [] for t in topics})
-        out = []
-        for t in topics:
-            for cfg in TOPIC_THROTTLE_CONFIGS:
-                if self.ours.pop((t, cfg), None) is not None:
-                    out.append(make_record(self.plan_id, "throttle-cleared", f"{t}/{cfg}", _now_s(),
-                                           scope="topic", topic=t, config=cfg))
-        return out
-
-    def forget_topic(self, topic: str) -> list[Record]:
-        """The topic was deleted: its configs went with it."""
-        out = []
-        for cfg in TOPIC_THROTTLE_CONFIGS:
-            if self.ours.pop((topic, cfg), None) is not None:
-                out.append(make_record(self.plan_id, "throttle-cleared", f"{topic}/{cfg}", _now_s(),
-                                       scope="topic", topic=topic, config=cfg))
-        return out
-
-
-def clear_recorded_throttles(admin: ReassignmentAdmin, book: BookkeepingTopic, ledger: Ledger, plan_id: str,
-                             emit: Emit, adopt: "Throttles | None" = None,
-                             keep_topics: frozenset[str] = frozenset()) -> list[str]:
-    """Remove every throttle the bookkeeping records say kmigrate set and did not clear yet (any
-    plan id), and only those. A broker config changed since by someone else is left as it is.
-
-    With ``adopt`` (a resuming run), throttles the run needs are taken over instead, so moves in
-    flight never run unthrottled: broker rates equal to the run's rate, and kmigrate's entries of
-    topics in ``keep_topics``; the run removes them when it is done with them.
-    Returns problems that prevented a removal (a broker not answering: run again later)."""
-    problems: list[str] = []
-    records: list[Record] = []
-    brokers = ledger.broker_throttles()
-    if brokers:
-        current = admin.broker_dynamic_configs(sorted({b for b, _ in brokers}), BROKER_THROTTLE_CONFIGS)
-        changes: dict[int, dict[str, str | None]] = {}
-        actions: dict[tuple[int, str], str] = {}
-        for (b, cfg), rec in sorted(brokers.items()):
-            if b not in current:
-                problems.append(f"broker {b} did not answer: its {cfg} stays until a later run removes it")
-                continue
-            now = current[b].get(cfg)
-            if adopt is not None and now == rec["value"] == adopt.rate:
-                if all(current[b].get(c) == adopt.rate and (b, c) in brokers for c in BROKER_THROTTLE_CONFIGS):
-                    adopt.brokers.add(b)
-                emit({"event": "throttle-adopted", "scope": "broker", "broker": b, "config": cfg})
-                continue
-            action = "absent"
-            if now == rec["value"] or (now is None and rec["prior"] is None):
-                # absent may be a broker that has not applied kmigrate's change yet: delete anyway
-                changes.setdefault(b, {})[cfg] = rec["prior"]
-                action = "restored" if rec["prior"] is not None else "removed"
-            elif now is not None and now != rec["prior"]:
-                action = "left (changed by someone else)"
-            actions[(b, cfg)] = action
-        failed = admin.set_brokers_configs(changes)
-        for b, why in sorted(failed.items()):
-            problems.append(f"broker {b} refused the throttle removal ({why}): it stays until a later run removes it")
-        for (b, cfg), action in sorted(actions.items()):
-            if b in failed:
-                continue  # still recorded as set: a later run tries again
-            records.append(make_record(plan_id, "throttle-cleared", f"{b}/{cfg}", _now_s(), scope="broker", broker=b, config=cfg))
-            emit({"event": "throttle-cleared", "scope": "broker", "broker": b, "config": cfg, "action": action})
-    topics = ledger.topic_throttles()
-    if topics:
-        names = sorted({t for t, _ in topics})
-        current_t = admin.topic_configs(names, TOPIC_THROTTLE_CONFIGS, dynamic_only=True)
-        ops: dict[str, list[tuple[str, str, str | None]]] = {}
-        for (t, cfg), entries in sorted(topics.items()):
-            present = set(parse_entries(current_t.get(t, {}).get(cfg)))
-            ours = present & entries
-            if adopt is not None and t in keep_topics:
-                adopt.ours[(t, cfg)] = ours
-                if ours:
-                    emit({"event": "throttle-adopted", "scope": "topic", "topic": t, "config": cfg, "entries": len(ours)})
-                continue
-            action = "absent"
-            if t in current_t and ours:
-                ops.setdefault(t, []).append((cfg, "delete", None) if present <= entries
-                                             else (cfg, "subtract", format_entries(sorted(ours))))
-                action = "removed"
-            records.append(make_record(plan_id, "throttle-cleared", f"{t}/{cfg}", _now_s(), scope="topic", topic=t, config=cfg))
-            emit({"event": "throttle-cleared", "scope": "topic", "topic": t, "config": cfg, "action": action,
-                  "entries": len(ours)})
-        admin.alter_topic_configs(ops)
-    if records:
-        book.append(records)
-    return problems
-
-
 # ==================================================================== the run
 
 
 @dataclass
 class _TopicRun:
+    """One topic of the run: its phase, the partitions that must change, those done and cancelled."""
+
     name: str
     phase: TopicPhase = TopicPhase.pending
     moves: dict[int, PartitionMove] = field(default_factory=dict)  # every partition that must change
@@ -320,49 +106,89 @@ class _TopicRun:
     cancelled: set[int] = field(default_factory=set)
 
 
+@dataclass
+class _ClusterView:
+    """The cluster as last looked at: live brokers (id -> host:port), brokers with racks, and each
+    topic's ``min.insync.replicas``."""
+
+    live: dict[int, str] = field(default_factory=dict)
+    brokers: list[Broker] = field(default_factory=list)
+    min_isr: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Flights:
+    """Reassignments in flight as this run knows them: ``ours`` (submitted or adopted), ``foreign``
+    (to another target: waited for, then planned again), ``suspect`` (ours, not listed and not on
+    target: since when) and the partitions found ``cancelled``."""
+
+    ours: dict[Key, PartitionMove] = field(default_factory=dict)
+    foreign: dict[Key, InFlight] = field(default_factory=dict)
+    suspect: dict[Key, float] = field(default_factory=dict)
+    cancelled: list[Key] = field(default_factory=list)
+
+    def of_topic(self, topic: str) -> list[PartitionMove]:
+        return [m for k, m in self.ours.items() if k[0] == topic]
+
+
+@dataclass
+class _CopyWatch:
+    """Bytes copied by the replicas being added: sizes, per-replica progress, stalls reported, the
+    rate; ``measured_at``: when sizes were last asked for."""
+
+    sizes: dict[ReplicaKey, int] = field(default_factory=dict)
+    progress: dict[ReplicaKey, ReplicaProgress] = field(default_factory=dict)
+    reported_stalls: set[ReplicaKey] = field(default_factory=set)
+    measured_at: float = float("-inf")
+    rate: Rate = field(default_factory=Rate)
+
+
+@dataclass
+class _Reported:
+    """Partitions already reported as held (short ISR before a move) or short of ISR while moving,
+    so each is said once until it recovers."""
+
+    held: set[Key] = field(default_factory=set)
+    isr: set[Key] = field(default_factory=set)
+
+
 class PartitionMover:
-    """One run of ``kmigrate partitions`` (see the module docstring)."""
+    """One run of ``kmigrate partitions`` (see the module docstring).
+
+    Its state is a few objects, each owning one concern: :attr:`topics` (each topic's phase and
+    moves), :attr:`flights` (what is moving), :attr:`view` (the cluster as last seen),
+    :attr:`watch` (bytes copied, stalls), :attr:`reported`, :attr:`throttles` (what kmigrate set);
+    plus the run's :attr:`recorded` topics, :attr:`dirty` topics (throttle lists to update) and
+    :attr:`halted` (why nothing more is submitted)."""
 
     def __init__(self, request: PartitionsRequest, emit: Emit, admin: ReassignmentAdmin | None = None,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+                 clock: Clock | FakeClock = SYSTEM_CLOCK):
         if request.caps.small_move_bytes is None:  # small: what the throttle copies in SMALL_MOVE_SECONDS
             request = replace(request, caps=replace(
                 request.caps, small_move_bytes=int(request.throttle_bytes_per_s * SMALL_MOVE_SECONDS)))
         self.rq = request
         self.emit = emit
         self.clock = clock
-        self.sleep = sleep
         self.admin = admin or ReassignmentAdmin(request.client)
         self.book = BookkeepingTopic(request.client, request.bookkeeping_topic)
         self.throttles = Throttles(self.admin, self.book, request.plan_id, request.throttle_bytes_per_s, emit,
                                    request.caps.throttle_chars)
         self.topics: dict[str, _TopicRun] = {}
-        self.in_flight: dict[tuple[str, int], PartitionMove] = {}  # submitted or adopted, ours
-        self.submitted_at: dict[tuple[str, int], float] = {}
-        self.foreign: dict[tuple[str, int], InFlight] = {}  # in flight, not to our target
-        self.progress: dict[ReplicaKey, ReplicaProgress] = {}
-        self.sizes: dict[ReplicaKey, int] = {}
-        self.reported_stalls: set[ReplicaKey] = set()
-        self.reported_held: set[tuple[str, int]] = set()
-        self.measured_at = float("-inf")
-        self.reported_isr: set[tuple[str, int]] = set()
-        self.min_isr: dict[str, int] = {}
-        self.rate = Rate()
+        self.flights = _Flights()
+        self.view = _ClusterView()
+        self.watch = _CopyWatch()
+        self.reported = _Reported()
         self.recorded: set[str] = set()
-        self.live: dict[int, str] = {}
-        self.brokers: list = []
-        self.cancelled_partitions: list[tuple[str, int]] = []
+        self.submitted_targets: dict[Key, tuple[int, ...]] = {}  # what this plan's earlier runs submitted
         self.started_s = 0.0
         self.changed = False  # set once kmigrate may have changed the cluster
         self.halted: str | None = None  # why no more work is submitted (a --cancel from outside)
         self.dirty: set[str] = set()  # topics whose moves in flight changed: throttle lists to update
-        self.suspect: dict[tuple[str, int], float] = {}  # not listed, not on target: since when
-        self.submitted_targets: dict[tuple[str, int], tuple[int, ...]] = {}
 
     # ------------------------------------------------------------------ public
     def run(self) -> dict[str, Any]:
         rq = self.rq
-        self.started_s = self.clock()
+        self.started_s = self.clock.now()
         try:
             if not rq.dry_run:
                 # the bookkeeping writer fetches its producer id (idempotence) while the cluster is read
@@ -388,14 +214,14 @@ class PartitionMover:
     # ------------------------------------------------------------- preparation
     def _prepare(self) -> Ledger:
         rq = self.rq
-        self.brokers = self.admin.brokers()
-        self.live = {b.id: f"{b.host}:{b.port}" for b in self.brokers}
+        self.view.brokers = self.admin.brokers()
+        self.view.live = {b.id: f"{b.host}:{b.port}" for b in self.view.brokers}
         new = sorted(set(rq.mapping.values()))
-        missing = [b for b in new if b not in self.live]
+        missing = [b for b in new if b not in self.view.live]
         if missing and not rq.force:
             raise BadInput(
                 f"new broker(s) {', '.join(map(str, missing))} are not alive in the cluster (live: "
-                f"{', '.join(map(str, sorted(self.live)))}): start them or fix the mapping (--force moves anyway)"
+                f"{', '.join(map(str, sorted(self.view.live)))}): start them or fix the mapping (--force moves anyway)"
             )
         if missing:
             self.emit({"event": "warning", "message": f"new broker(s) {missing} are not alive; moves to them will stall (--force)"})
@@ -461,7 +287,7 @@ class PartitionMover:
             source.append(Topic(t.name, t.internal, {}, tuple(parts)))
         old = set(rq.mapping)
         movable = [t for t in source if any(b in old for p in t.partitions for b in p.replicas)]
-        targets, warnings = plan_targets(movable, self.brokers, rq.mapping, rq.keep)
+        targets, warnings = plan_targets(movable, self.view.brokers, rq.mapping, rq.keep)
         names_set = {x.name for x in source}
         for (t, p), target in rq.plan_targets.items():
             if t in names_set:
@@ -472,7 +298,7 @@ class PartitionMover:
         for w in warnings:
             self.emit({"event": "warning", "message": w})
         names = [t.name for t in source]
-        self.min_isr.update({t: int(c.get("min.insync.replicas", "1") or 1)
+        self.view.min_isr.update({t: int(c.get("min.insync.replicas", "1") or 1)
                              for t, c in self.admin.topic_configs(names, ("min.insync.replicas",)).items()})
         sizes = self._source_sizes(source, targets)
         for t in source:
@@ -493,7 +319,7 @@ class PartitionMover:
                 if (t.name, p.partition) in targets:
                     wanted.setdefault(t.name, []).append(p.partition)
                     brokers.update(p.replicas)
-        got = self.admin.replica_sizes(sorted(b for b in brokers if b in self.live), wanted)
+        got = self.admin.replica_sizes(sorted(b for b in brokers if b in self.view.live), wanted)
         out: dict[tuple[str, int], int] = {}
         for (t, p, _b), size in got.items():
             out[(t, p)] = max(out.get((t, p), 0), size)
@@ -514,7 +340,7 @@ class PartitionMover:
         if under:
             raise BadInput(f"{len(under)} partition(s) are under-replicated ({', '.join(under[:5])}): wait until every "
                            "replica is in sync (--force moves anyway)")
-        dead = sorted({b for tr in self.topics.values() for m in tr.moves.values() for b in m.target if b not in self.live})
+        dead = sorted({b for tr in self.topics.values() for m in tr.moves.values() for b in m.target if b not in self.view.live})
         if dead:
             raise BadInput(f"the targets use broker(s) {dead} that are not alive: start them or fix the mapping "
                            "(--force moves anyway)")
@@ -539,7 +365,7 @@ class PartitionMover:
     # ------------------------------------------------------------------ start
     def _start(self, ledger: Ledger) -> None:
         rq = self.rq
-        new_live = [b for b in sorted(set(rq.mapping.values())) if b in self.live]
+        new_live = [b for b in sorted(set(rq.mapping.values())) if b in self.view.live]
         self.changed = True
         if self.book.ensure(self.admin.admin, new_live):
             self.emit({"event": "bookkeeping-created", "topic": rq.bookkeeping_topic, "replicas": new_live[:3]})
@@ -548,7 +374,7 @@ class PartitionMover:
         mapping_doc = {str(k): v for k, v in sorted(rq.mapping.items())}
         if plans.get(rq.plan_id, {}).get("mapping") != mapping_doc or plans[rq.plan_id].get("throttle_bytes_per_s") != rq.throttle_bytes_per_s:
             # not waited for: the first write-ahead below checks it (a run that dies first writes it again)
-            self.book.append([make_record(rq.plan_id, "plan", "plan", _now_s(), mapping=mapping_doc,
+            self.book.append([make_record(rq.plan_id, "plan", "plan", now_s(), mapping=mapping_doc,
                                           throttle_bytes_per_s=rq.throttle_bytes_per_s)], wait=False)
         problems = clear_recorded_throttles(self.admin, self.book, ledger, rq.plan_id, self.emit,
                                             adopt=self.throttles, keep_topics=frozenset(self.topics))
@@ -569,11 +395,11 @@ class PartitionMover:
         grace_s = max(10.0, 3 * rq.poll_interval_s)
         silent_since: float | None = None
         while self._active():
-            now = self.clock()
+            now = self.clock.now()
             try:
                 flights = self.admin.list_reassignments()
                 names = [t.name for t in self._active()]
-                described, self.live = self.admin.describe_and_brokers(names)
+                described, self.view.live = self.admin.describe_and_brokers(names)
             except Exception as exc:  # a broker just died, a controller moves: look again, for a while
                 if not transient_error(exc):
                     raise
@@ -582,7 +408,7 @@ class PartitionMover:
                     raise StepFailed(f"the cluster has not answered for {now - silent_since:.0f} s ({exc}): check the "
                                      "brokers, then run kmigrate partitions --resume") from None
                 self.emit({"event": "warning", "message": f"the cluster did not answer ({exc}); looking again"})
-                self.sleep(rq.poll_interval_s)
+                self.clock.sleep(rq.poll_interval_s)
                 continue
             silent_since = None
             self._note_gone(described)
@@ -595,52 +421,52 @@ class PartitionMover:
             self._submit(flights, described)
             self._complete_topics(described)
             self._report_progress(now)
-            if not self._active() or (self.halted and not self.in_flight):
+            if not self._active() or (self.halted and not self.flights.ours):
                 break
-            self.sleep(max(0.0, self._poll_wait() - (self.clock() - now)))
+            self.clock.sleep(max(0.0, self._poll_wait() - (self.clock.now() - now)))
 
     def _poll_wait(self) -> float:
         """``--poll-interval``, halved while a small move is in flight: it finishes within a second
         or two, and its slot should not stay empty for long."""
-        small = any(not self.rq.caps.fits_large_lane(m) for m in self.in_flight.values())
+        small = any(not self.rq.caps.fits_large_lane(m) for m in self.flights.ours.values())
         return self.rq.poll_interval_s / 2 if small else self.rq.poll_interval_s
 
     def _note_gone(self, described: Mapping[str, Topic]) -> None:
         for tr in self._active():
             if tr.name not in described:
                 tr.phase = advance(tr.phase, TopicPhase.gone) if tr.phase != TopicPhase.moved else TopicPhase.gone
-                for key in [k for k in self.in_flight if k[0] == tr.name]:
-                    self.in_flight.pop(key)
+                for key in [k for k in self.flights.ours if k[0] == tr.name]:
+                    self.flights.ours.pop(key)
                 self.book.append(self.throttles.forget_topic(tr.name))
                 self.dirty.discard(tr.name)
                 self.emit({"event": "topic-gone", "topic": tr.name, "message": f"topic {tr.name} was deleted meanwhile"})
 
     def _check_finished(self, flights, described, now: float, grace_s: float) -> None:
         changed: set[str] = set()
-        for key, m in list(self.in_flight.items()):
+        for key, m in list(self.flights.ours.items()):
             if key in flights:
-                self.suspect.pop(key, None)
+                self.flights.suspect.pop(key, None)
                 continue
             t, p = key
-            tp = _partition(described.get(t), p)
+            tp = partition_of(described.get(t), p)
             if tp is None:
                 continue
             tr = self.topics[t]
             if tuple(tp.replicas) == tuple(m.target):
-                self.in_flight.pop(key)
-                self.suspect.pop(key, None)
+                self.flights.ours.pop(key)
+                self.flights.suspect.pop(key, None)
                 tr.done.add(p)
                 changed.add(t)
                 for b in m.adding:
-                    self.progress.pop((t, p, b), None)
+                    self.watch.progress.pop((t, p, b), None)
                 self.emit({"event": "partition-done", "topic": t, "partition": p, "replicas": list(tp.replicas)})
-            elif now - self.suspect.setdefault(key, now) >= grace_s:
+            elif now - self.flights.suspect.setdefault(key, now) >= grace_s:
                 # not listed and not on target for grace_s in a row (metadata lags a moment after a
                 # move ends; a new controller lists nothing for a moment): someone cancelled it
-                self.in_flight.pop(key)
-                self.suspect.pop(key, None)
+                self.flights.ours.pop(key)
+                self.flights.suspect.pop(key, None)
                 tr.cancelled.add(p)
-                self.cancelled_partitions.append(key)
+                self.flights.cancelled.append(key)
                 changed.add(t)
                 self.halted = "reassignments were cancelled outside this run (kmigrate partitions --cancel?)"
                 self.emit({"event": "partition-cancelled", "topic": t, "partition": p, "replicas": list(tp.replicas),
@@ -649,16 +475,16 @@ class PartitionMover:
         self.dirty |= changed
 
     def _check_foreign(self, flights, described) -> None:
-        for key, f in list(self.foreign.items()):
+        for key, f in list(self.flights.foreign.items()):
             if key in flights:
                 continue
-            self.foreign.pop(key)
+            self.flights.foreign.pop(key)
             t, p = key
-            tp = _partition(described.get(t), p)
+            tp = partition_of(described.get(t), p)
             tr = self.topics.get(t)
             if tp is None or tr is None:
                 continue
-            targets, _ = plan_targets([Topic(t, partitions=(tp,))], self.brokers, self.rq.mapping, self.rq.keep)
+            targets, _ = plan_targets([Topic(t, partitions=(tp,))], self.view.brokers, self.rq.mapping, self.rq.keep)
             target = self.rq.plan_targets.get(key) or targets.get(key)
             if target is None or tuple(target) == tuple(tp.replicas):
                 tr.moves.pop(p, None)
@@ -670,88 +496,84 @@ class PartitionMover:
     def _measure(self, now: float) -> None:
         """Sizes of the replicas being added; stall detection."""
         rq = self.rq
-        if not self.in_flight:
+        if not self.flights.ours:
             return
         # sizes every few seconds are enough for progress and stalls; each look costs a request per broker
-        if now - self.measured_at < min(max(rq.poll_interval_s, 3.0), rq.stall_timeout_s / 2):
+        if now - self.watch.measured_at < min(max(rq.poll_interval_s, 3.0), rq.stall_timeout_s / 2):
             return
-        self.measured_at = now
+        self.watch.measured_at = now
         wanted: dict[str, list[int]] = {}
         brokers: set[int] = set()
         watched: list[ReplicaKey] = []
-        for (t, p), m in self.in_flight.items():
+        for (t, p), m in self.flights.ours.items():
             wanted.setdefault(t, []).append(p)
             for b in m.adding:
                 brokers.add(b)
                 watched.append((t, p, b))
-        sizes = self.admin.replica_sizes(sorted(b for b in brokers if b in self.live), wanted)
-        self.sizes.update(sizes)
-        self.progress = {**{k: v for k, v in self.progress.items() if k not in set(watched)},
-                         **observe_progress(self.progress, sizes, watched, now)}
-        stalled = [k for k in stalled_replicas({k: self.progress[k] for k in watched}, now, rq.stall_timeout_s)]
-        fresh = [k for k in stalled if k not in self.reported_stalls]
+        sizes = self.admin.replica_sizes(sorted(b for b in brokers if b in self.view.live), wanted)
+        self.watch.sizes.update(sizes)
+        self.watch.progress = {**{k: v for k, v in self.watch.progress.items() if k not in set(watched)},
+                         **observe_progress(self.watch.progress, sizes, watched, now)}
+        stalled = [k for k in stalled_replicas({k: self.watch.progress[k] for k in watched}, now, rq.stall_timeout_s)]
+        fresh = [k for k in stalled if k not in self.watch.reported_stalls]
         for t, p, b in fresh:
-            self.reported_stalls.add((t, p, b))
+            self.watch.reported_stalls.add((t, p, b))
             tr = self.topics[t]
             tr.phase = advance(tr.phase, TopicPhase.stalled)
-            since = now - self.progress[(t, p, b)].changed_at_s
+            since = now - self.watch.progress[(t, p, b)].changed_at_s
             self.emit({"event": "stall", "topic": t, "partition": p, "broker": b, "seconds": round(since, 1),
-                       "broker_alive": b in self.live, "bytes": self.progress[(t, p, b)].bytes,
+                       "broker_alive": b in self.view.live, "bytes": self.watch.progress[(t, p, b)].bytes,
                        "message": f"{t}-{p}: new replica on broker {b} has made no progress for {since:.0f} s"
-                                  f"{'' if b in self.live else ' (broker is not alive)'}"})
+                                  f"{'' if b in self.view.live else ' (broker is not alive)'}"})
         # a replica that moves again is no longer reported as stalled
-        for k in list(self.reported_stalls):
-            if k in self.progress and k not in stalled:
-                self.reported_stalls.discard(k)
+        for k in list(self.watch.reported_stalls):
+            if k in self.watch.progress and k not in stalled:
+                self.watch.reported_stalls.discard(k)
                 tr = self.topics[k[0]]
-                if tr.phase == TopicPhase.stalled and not any(s[0] == k[0] for s in self.reported_stalls):
+                if tr.phase == TopicPhase.stalled and not any(s[0] == k[0] for s in self.watch.reported_stalls):
                     tr.phase = advance(tr.phase, TopicPhase.moving)
                 self.emit({"event": "stall-over", "topic": k[0], "partition": k[1], "broker": k[2]})
         if rq.on_stall == "cancel" and fresh:
             self._cancel_stalled(sorted({(t, p) for t, p, _ in fresh}))
 
     def _cancel_stalled(self, keys: list[tuple[str, int]]) -> None:
-        keys = [k for k in keys if k in self.in_flight]
+        keys = [k for k in keys if k in self.flights.ours]
         if not keys:
             return
-        errors = self.admin.alter_reassignments({k: None for k in keys})
-        bad = {k: e for k, e in errors.items() if e not in (None, "NoReassignmentInProgressError")}
+        bad = send_cancels(self.admin, keys)
         if bad:
-            raise StepFailed(f"cancelling stalled partitions failed: {_errors_line(bad)}")
-        _wait_not_in_flight(self.admin, keys, self.clock, self.sleep, timeout_s=60.0)
+            raise StepFailed(f"cancelling stalled partitions failed: {errors_line(bad)}")
+        wait_not_in_flight(self.admin, keys, timeout_s=60.0, clock=self.clock)
         by_topic: dict[str, list[int]] = {}
         for t, p in keys:
-            self.in_flight.pop((t, p), None)
+            self.flights.ours.pop((t, p), None)
             self.topics[t].cancelled.add(p)
-            self.cancelled_partitions.append((t, p))
+            self.flights.cancelled.append((t, p))
             by_topic.setdefault(t, []).append(p)
-        records = [make_record(self.rq.plan_id, "cancelled", t, _now_s(), topic=t, partitions=ps) for t, ps in by_topic.items()]
-        self.throttles.sync({t: self._flying(t) for t in by_topic}, records)
+        records = [make_record(self.rq.plan_id, "cancelled", t, now_s(), topic=t, partitions=ps) for t, ps in by_topic.items()]
+        self.throttles.sync({t: self.flights.of_topic(t) for t in by_topic}, records)
         self.dirty -= set(by_topic)
         for t, ps in by_topic.items():
             self.emit({"event": "stall-cancelled", "topic": t, "partitions": ps,
                        "message": f"{t}: cancelled stalled partition(s) {ps}; they are back on their original replicas"})
 
     def _check_isr(self, described: Mapping[str, Topic]) -> None:
-        for (t, p), m in self.in_flight.items():
-            tp = _partition(described.get(t), p)
+        for (t, p), m in self.flights.ours.items():
+            tp = partition_of(described.get(t), p)
             if tp is None:
                 continue
-            need = min(self.min_isr.get(t, 1), len(m.current))
-            if len(tp.isr) < need and (t, p) not in self.reported_isr:
-                self.reported_isr.add((t, p))
+            need = min(self.view.min_isr.get(t, 1), len(m.current))
+            if len(tp.isr) < need and (t, p) not in self.reported.isr:
+                self.reported.isr.add((t, p))
                 self.emit({"event": "isr-short", "topic": t, "partition": p, "isr": list(tp.isr), "min_isr": need,
                            "message": f"{t}-{p}: only {len(tp.isr)} in-sync replica(s) while moving (min.insync.replicas {need})"})
             elif len(tp.isr) >= need:
-                self.reported_isr.discard((t, p))
-
-    def _flying(self, topic: str) -> list[PartitionMove]:
-        return [m for k, m in self.in_flight.items() if k[0] == topic]
+                self.reported.isr.discard((t, p))
 
     def _complete_topics(self, described: Mapping[str, Topic]) -> None:
         ready: list[tuple[_TopicRun, Topic]] = []
         cancelled: list[_TopicRun] = []
-        busy = {k[0] for k in self.in_flight} | {k[0] for k in self.foreign}
+        busy = {k[0] for k in self.flights.ours} | {k[0] for k in self.flights.foreign}
         for tr in self._active():
             if tr.name in busy or any(p not in tr.done and p not in tr.cancelled for p in tr.moves):
                 continue
@@ -766,11 +588,11 @@ class PartitionMover:
                      if p.partition in tr.moves and tuple(p.replicas) != tuple(tr.moves[p.partition].target)]
             extra = [p for p in t.partitions if p.partition not in tr.moves and set(p.replicas) & set(self.rq.mapping)]
             if extra:
-                targets, _ = plan_targets([Topic(tr.name, partitions=tuple(extra))], self.brokers, self.rq.mapping, self.rq.keep)
-                added = {k[1]: v for k, v in targets.items() if tuple(v) != tuple(_partition(t, k[1]).replicas)}
+                targets, _ = plan_targets([Topic(tr.name, partitions=tuple(extra))], self.view.brokers, self.rq.mapping, self.rq.keep)
+                added = {k[1]: v for k, v in targets.items() if tuple(v) != tuple(partition_of(t, k[1]).replicas)}
                 if added:
                     for p, target in added.items():
-                        tr.moves[p] = PartitionMove(tr.name, p, tuple(_partition(t, p).replicas), tuple(target), 0)
+                        tr.moves[p] = PartitionMove(tr.name, p, tuple(partition_of(t, p).replicas), tuple(target), 0)
                     self.emit({"event": "warning", "message": f"{tr.name}: partition(s) {sorted(added)} appeared meanwhile; moving them too"})
                     continue
             if wrong:
@@ -793,30 +615,31 @@ class PartitionMover:
         """Preferred leader election, throttles removed, then one bookkeeping write for all of them."""
         names = [tr.name for tr, _ in ready]
         leaders_bad: dict[str, list[dict[str, Any]]] = {}
-        wrong_leader = [(t.name, p.partition) for _, t in ready for p in t.partitions if p.replicas and p.leader != p.replicas[0]]
+        wrong_leader = [(t.name, p.partition) for _, t in ready for p in t.partitions if leader_not_preferred(p)]
         if wrong_leader:
             errors = self.admin.elect_preferred(wrong_leader)
-            deadline = self.clock() + 5.0
-            while True:  # metadata reaches every broker a moment after the election
+            bad: list[tuple[str, Partition]] = []
+
+            def preferred_everywhere() -> bool:  # metadata reaches every broker a moment after the election
                 after = self.admin.describe(names)
-                bad = [(n, p) for n in names for p in after.get(n, Topic(n)).partitions if p.replicas and p.leader != p.replicas[0]]
-                if not bad or self.clock() > deadline:
-                    break
-                self.sleep(0.25)
+                bad[:] = [(n, p) for n in names for p in after.get(n, Topic(n)).partitions if leader_not_preferred(p)]
+                return not bad
+
+            poll(preferred_everywhere, timeout_s=5.0, interval_s=0.25, clock=self.clock)
             for n, p in bad:
                 leaders_bad.setdefault(n, []).append({"partition": p.partition, "leader": p.leader, "preferred": p.replicas[0],
                                                       "error": errors.get((n, p.partition))})
         records = self.throttles.clear(names)
         for tr, t in ready:
             target = {str(p.partition): list(p.replicas) for p in t.partitions}
-            records.append(make_record(self.rq.plan_id, "topic-moved", tr.name, _now_s(), topic=tr.name, target=target,
+            records.append(make_record(self.rq.plan_id, "topic-moved", tr.name, now_s(), topic=tr.name, target=target,
                                        moved_partitions=sorted(tr.moves)))
         self.book.append(records, wait=False)  # checked by the next write-ahead or the final flush
         for tr, _t in ready:
             tr.phase = advance(tr.phase, TopicPhase.recorded)
             self.recorded.add(tr.name)
             self.dirty.discard(tr.name)
-            seconds = None if tr.started_s is None else round(self.clock() - tr.started_s, 1)
+            seconds = None if tr.started_s is None else round(self.clock.now() - tr.started_s, 1)
             self.emit({"event": "topic-done", "topic": tr.name, "partitions_moved": len(tr.moves),
                        "bytes": sum(m.bytes_to_copy for m in tr.moves.values()), "seconds": seconds,
                        "already_on_target": not tr.moves or tr.started_s is None})
@@ -825,13 +648,29 @@ class PartitionMover:
                            "message": f"{tr.name}: {len(leaders_bad[tr.name])} partition(s) kept a leader that is not the "
                                       "first new replica; run kafka-leader-election --election-type PREFERRED later"})
 
-    def _submit(self, flights: Mapping[tuple[str, int], InFlight], described: Mapping[str, Topic]) -> None:
-        rq = self.rq
+    def _submit(self, flights: Mapping[Key, InFlight], described: Mapping[str, Topic]) -> None:
+        """Adopt the moves in flight to our targets, then submit what the scheduler admits."""
         if self.halted:
             self._sync_dirty()
             return
+        pending, held, adopted = self._sort_partitions(flights, described)
+        if adopted:
+            self._throttle_for(adopted, [])
+            self._moving(adopted, self.clock.now())
+            self.emit({"event": "adopted", "partitions": [{"topic": m.topic, "partition": m.partition, "target": list(m.target)}
+                                                           for m in adopted]})
+        chosen = self._few_new_topics(schedule(pending, list(self.flights.ours.values()), self.rq.caps, frozenset(held)))
+        if not chosen:
+            self._sync_dirty()
+            return
+        self._send(chosen)
+
+    def _sort_partitions(self, flights: Mapping[Key, InFlight], described: Mapping[str, Topic]
+                         ) -> tuple[list[PartitionMove], set[Key], list[PartitionMove]]:
+        """(pending, held, adopted): each partition still to move, by what :func:`decide` says of
+        it; partitions done are marked, others' moves noted as foreign, held ones reported once."""
         pending: list[PartitionMove] = []
-        held: set[tuple[str, int]] = set()
+        held: set[Key] = set()
         adopted: list[PartitionMove] = []
         for tr in self._active():
             t = described.get(tr.name)
@@ -839,77 +678,61 @@ class PartitionMover:
                 continue
             for p, m in tr.moves.items():
                 key = (tr.name, p)
-                if p in tr.done or p in tr.cancelled or key in self.in_flight or key in self.foreign:
+                if p in tr.done or p in tr.cancelled or key in self.flights.ours or key in self.flights.foreign:
                     continue
-                tp = _partition(t, p)
+                tp = partition_of(t, p)
                 if tp is None:
                     continue
-                d = decide(tp.replicas, m.target, flights.get(key), tp.isr, self.min_isr.get(tr.name, 1))
+                d = decide(tp.replicas, m.target, flights.get(key), tp.isr, self.view.min_isr.get(tr.name, 1))
                 if d == Decision.done:
                     tr.done.add(p)
                 elif d == Decision.adopt:
                     adopted.append(PartitionMove(m.topic, p, flights[key].original, m.target, m.size_bytes))
                 elif d == Decision.wait:
-                    self.foreign[key] = flights[key]
+                    self.flights.foreign[key] = flights[key]
                     self.emit({"event": "waiting-foreign", "topic": tr.name, "partition": p,
                                "target": list(flights[key].target),
                                "message": f"{tr.name}-{p} is being moved to {list(flights[key].target)} by someone else: waiting"})
                 elif d == Decision.hold:
                     held.add(key)
-                    if key not in self.reported_held:
-                        self.reported_held.add(key)
+                    if key not in self.reported.held:
+                        self.reported.held.add(key)
                         self.emit({"event": "held", "topic": tr.name, "partition": p, "isr": list(tp.isr),
-                                   "replicas": list(tp.replicas), "min_isr": self.min_isr.get(tr.name, 1),
+                                   "replicas": list(tp.replicas), "min_isr": self.view.min_isr.get(tr.name, 1),
                                    "message": f"{tr.name}-{p}: ISR {list(tp.isr)} is short; not moving it until it recovers"})
                 else:
-                    if key in self.reported_held:
-                        self.reported_held.discard(key)
+                    self.reported.held.discard(key)
                     pending.append(PartitionMove(m.topic, p, tuple(tp.replicas), m.target, m.size_bytes))
-        now = self.clock()
-        if adopted:
-            self._throttle_for(adopted, [])
-            for m in adopted:
-                self.in_flight[m.key] = m
-                self.submitted_at[m.key] = now
-                tr = self.topics[m.topic]
-                tr.phase = advance(tr.phase, TopicPhase.moving)
-                tr.started_s = tr.started_s or now
-            self.emit({"event": "adopted", "partitions": [{"topic": m.topic, "partition": m.partition, "target": list(m.target)}
-                                                           for m in adopted]})
-        chosen = self._few_new_topics(schedule(pending, list(self.in_flight.values()), rq.caps, frozenset(held)))
-        if not chosen:
-            self._sync_dirty()
-            return
+        return pending, held, adopted
+
+    def _moving(self, moves: Iterable[PartitionMove], now: float) -> None:
+        """``moves`` are in flight, ours: their topics are moving."""
+        for m in moves:
+            self.flights.ours[m.key] = m
+            tr = self.topics[m.topic]
+            tr.phase = advance(tr.phase, TopicPhase.moving)
+            tr.started_s = tr.started_s or now
+
+    def _send(self, chosen: list[PartitionMove]) -> None:
+        """Throttles and the submission recorded (one write), throttles set, then the reassignments sent."""
         by_topic: dict[str, dict[str, list[int]]] = {}
         for m in chosen:
             by_topic.setdefault(m.topic, {})[str(m.partition)] = list(m.target)
         # one write: the throttle entries about to be set and the submission about to be sent
-        self._throttle_for(chosen, [make_record(rq.plan_id, "submitted", t, _now_s(), topic=t, partitions=ps)
+        self._throttle_for(chosen, [make_record(self.rq.plan_id, "submitted", t, now_s(), topic=t, partitions=ps)
                                     for t, ps in by_topic.items()])
         crash_point("after-throttle")
         errors = self.admin.alter_reassignments({m.key: m.target for m in chosen})
-        now = self.clock()
-        bad: dict[tuple[str, int], str] = {}
-        for m in chosen:
-            err = errors.get(m.key)
-            if err is None:
-                self.in_flight[m.key] = m
-                self.submitted_at[m.key] = now
-                tr = self.topics[m.topic]
-                tr.phase = advance(tr.phase, TopicPhase.moving)
-                tr.started_s = tr.started_s or now
-            else:
-                bad[m.key] = err
-        if bad:
-            gone = {k for k, e in bad.items() if e == "UnknownTopicOrPartitionError"}
-            others = {k: e for k, e in bad.items() if k not in gone}
-            if others:
-                raise StepFailed(f"the controller refused reassignments: {_errors_line(others)}; nothing else was submitted")
+        self._moving([m for m in chosen if errors.get(m.key) is None], self.clock.now())
+        bad = {m.key: errors[m.key] for m in chosen if errors.get(m.key) is not None}
+        others = {k: e for k, e in bad.items() if e != "UnknownTopicOrPartitionError"}
+        if others:
+            raise StepFailed(f"the controller refused reassignments: {errors_line(others)}; nothing else was submitted")
         if bad:  # refused partitions of vanished topics: their entries go
             self.dirty |= {k[0] for k in bad}
             self._sync_dirty()
         self.emit({"event": "submitted", "partitions": [{"topic": m.topic, "partition": m.partition, "target": list(m.target),
-                                                         "bytes": m.bytes_to_copy} for m in chosen if m.key in self.in_flight]})
+                                                         "bytes": m.bytes_to_copy} for m in chosen if m.key in self.flights.ours]})
         crash_point("after-submit")
 
     def _few_new_topics(self, chosen: Iterable[PartitionMove]) -> list[PartitionMove]:
@@ -934,8 +757,8 @@ class PartitionMover:
         moves = list(moves)
         brokers = {b for m in moves for b in (*m.current, *m.target)}
         topics = {m.topic for m in moves} | self.dirty
-        wanted = {t: self._listed(t, [m for m in moves if m.topic == t and m.key not in self.in_flight]) for t in topics}
-        self.throttles.sync(wanted, records, brokers=brokers, live=self.live)
+        wanted = {t: self._listed(t, [m for m in moves if m.topic == t and m.key not in self.flights.ours]) for t in topics}
+        self.throttles.sync(wanted, records, brokers=brokers, live=self.view.live)
         self.dirty.clear()
 
     def _sync_dirty(self) -> None:
@@ -948,7 +771,7 @@ class PartitionMover:
         then the topic's moves still to come, as many as fit the size limit. Kafka throttles only
         replicas out of sync, so entries of partitions not moving yet cost nothing, and the
         topic's later submissions need no config write (one ZooKeeper write each)."""
-        listed = self._flying(topic) + list(admitted)
+        listed = self.flights.of_topic(topic) + list(admitted)
         tr = self.topics.get(topic)
         if tr is None:
             return listed
@@ -965,7 +788,7 @@ class PartitionMover:
             tt = tc = 0
             for p, m in tr.moves.items():
                 finished = p in tr.done or tr.phase == TopicPhase.recorded
-                c = copied(m, self.sizes, finished)
+                c = copied(m, self.watch.sizes, finished)
                 if p in tr.cancelled:
                     continue
                 tt += c.total_bytes
@@ -973,11 +796,11 @@ class PartitionMover:
             per_topic[tr.name] = {"copied_bytes": tc, "total_bytes": tt, "phase": tr.phase.value}
             total += tt
             copied_all += tc
-        self.rate = self.rate.add(now, copied_all)
-        eta = self.rate.eta_s(total - copied_all)
+        self.watch.rate = self.watch.rate.add(now, copied_all)
+        eta = self.watch.rate.eta_s(total - copied_all)
         self.emit({"event": "progress", "copied_bytes": copied_all, "total_bytes": total,
-                   "rate_bytes_per_s": round(self.rate.bytes_per_s), "eta_s": None if eta is None else round(eta, 1),
-                   "in_flight": len(self.in_flight), "topics_left": len(self._active()),
+                   "rate_bytes_per_s": round(self.watch.rate.bytes_per_s), "eta_s": None if eta is None else round(eta, 1),
+                   "in_flight": len(self.flights.ours), "topics_left": len(self._active()),
                    "topics_recorded": len(self.recorded), "topics": per_topic})
 
     # --------------------------------------------------------------- discover
@@ -994,8 +817,8 @@ class PartitionMover:
         if not fresh:
             return False
         flights = self.admin.list_reassignments()
-        self.live = self.admin.live_brokers()
-        self.brokers = self.admin.brokers()
+        self.view.live = self.admin.live_brokers()
+        self.view.brokers = self.admin.brokers()
         self._plan_topics([all_topics[t] for t in fresh], flights)
         self.emit({"event": "discovered", "topics": fresh,
                    "message": f"{len(fresh)} topic(s) appeared during the run: {', '.join(fresh[:5])}"})
@@ -1011,15 +834,15 @@ class PartitionMover:
         if self.halted:
             left = sorted(t.name for t in self._active())
             raise StepFailed(
-                f"stopped: {self.halted}; {len(self.cancelled_partitions)} partition(s) cancelled, "
+                f"stopped: {self.halted}; {len(self.flights.cancelled)} partition(s) cancelled, "
                 f"{len(left)} topic(s) not finished ({', '.join(left[:5])}{'...' if len(left) > 5 else ''}); "
                 "kmigrate's throttles removed; run kmigrate partitions --resume to continue"
             )
         cancelled = [tr.name for tr in self.topics.values() if tr.phase == TopicPhase.cancelled]
         if cancelled:
             raise StepFailed(
-                f"{len(self.cancelled_partitions)} partition(s) of {len(cancelled)} topic(s) were cancelled "
-                f"({', '.join(f'{t}-{p}' for t, p in self.cancelled_partitions[:5])}): they stay on their old replicas; "
+                f"{len(self.flights.cancelled)} partition(s) of {len(cancelled)} topic(s) were cancelled "
+                f"({', '.join(f'{t}-{p}' for t, p in self.flights.cancelled[:5])}): they stay on their old replicas; "
                 "fix the cause (a dead or stuck broker) and run kmigrate partitions --resume"
             )
 
@@ -1033,7 +856,7 @@ class PartitionMover:
                 return
             problems = self._clear_all()
             self.emit({"event": "aborted", "error": getattr(exc, "message", None) or repr(exc),
-                       "in_flight": len(self.in_flight), "throttle_problems": problems,
+                       "in_flight": len(self.flights.ours), "throttle_problems": problems,
                        "message": "throttles removed; reassignments in flight continue unthrottled "
                                   "(kmigrate partitions --cancel stops them, --resume adopts them)"})
         except Exception as cleanup_exc:  # report both; the first error stays the one raised
@@ -1047,7 +870,7 @@ class PartitionMover:
             "topics_recorded_now": len(recorded), "topics_recorded_total": len(self.recorded),
             "partitions_moved": sum(len(t.moves) for t in self.topics.values() if t.phase == TopicPhase.recorded),
             "bytes_copied": sum(m.bytes_to_copy for t in self.topics.values() if t.phase == TopicPhase.recorded for m in t.moves.values()),
-            "seconds": round(self.clock() - self.started_s, 1),
+            "seconds": round(self.clock.now() - self.started_s, 1),
             "gone": sorted(t.name for t in self.topics.values() if t.phase == TopicPhase.gone),
         }
         if dry_run:
@@ -1057,178 +880,9 @@ class PartitionMover:
         return summary
 
 
-def _partition(topic: Topic | None, p: int) -> Partition | None:
-    if topic is None:
-        return None
-    for part in topic.partitions:
-        if part.partition == p:
-            return part
-    return None
-
-
-def _errors_line(errors: Mapping[tuple[str, int], str]) -> str:
-    items = sorted(errors.items())
-    shown = ", ".join(f"{t}-{p}: {e}" for (t, p), e in items[:5])
-    return shown + (f" and {len(items) - 5} more" if len(items) > 5 else "")
-
-
-def _wait_not_in_flight(admin: ReassignmentAdmin, keys: Iterable[tuple[str, int]], clock, sleep, timeout_s: float) -> list[tuple[str, int]]:
-    keys = set(keys)
-    deadline = clock() + timeout_s
-    while True:
-        left = sorted(k for k in admin.list_reassignments() if k in keys)
-        if not left or clock() > deadline:
-            return left
-        sleep(0.5)
-
-
 def run_partitions(request: PartitionsRequest, emit: Emit) -> dict[str, Any]:
     """Move every selected topic to the new brokers (see the module docstring); return the summary."""
     return PartitionMover(request, emit).run()
 
 
-# ==================================================================== --cancel
-
-
-def cancel_partitions(client: ClientSettings, bookkeeping_topic: str, emit: Emit, plan_id: str = "cancel",
-                      dry_run: bool = False, timeout_s: float = 120.0, include: re.Pattern[str] | None = None,
-                      exclude: re.Pattern[str] | None = None) -> dict[str, Any]:
-    """Cancel every in-flight reassignment kmigrate started (its ``submitted`` records, any plan,
-    with the same target as in flight; only topics matching ``include`` / not ``exclude`` when
-    given), wait until none is left, and remove kmigrate's throttles. Reassignments started by
-    someone else are reported and left alone."""
-    admin = ReassignmentAdmin(client)
-    book = BookkeepingTopic(client, bookkeeping_topic)
-    try:
-        ledger = book.read() if book.exists(admin.admin) else Ledger([])
-        submitted = ledger.submitted(None)
-        flights = admin.list_reassignments()
-        chosen = set(select_topics({t for t, _ in flights}, include, exclude))
-        ours = {k: f for k, f in flights.items()
-                if k in submitted and tuple(f.target) == tuple(submitted[k]) and k[0] in chosen}
-        others = sorted(k for k in flights if k not in ours)
-        if others:
-            emit({"event": "left-alone", "partitions": [f"{t}-{p}" for t, p in others],
-                  "message": f"{len(others)} reassignment(s) in flight were not started by kmigrate: left alone"})
-        if dry_run:
-            summary = {"event": "done", "dry_run": True, "would_cancel": [f"{t}-{p}" for t, p in sorted(ours)],
-                       "throttles_recorded": len(ledger.broker_throttles()) + len(ledger.topic_throttles())}
-            emit(summary)
-            return summary
-        left: list[tuple[str, int]] = []
-        if ours:
-            errors = admin.alter_reassignments({k: None for k in ours})
-            bad = {k: e for k, e in errors.items() if e not in (None, "NoReassignmentInProgressError")}
-            if bad:
-                raise StepFailed(f"cancelling failed for {_errors_line(bad)}; throttles are kept: run --cancel again")
-            left = _wait_not_in_flight(admin, ours, time.monotonic, time.sleep, timeout_s)
-            by_topic: dict[str, list[int]] = {}
-            for t, p in sorted(ours):
-                by_topic.setdefault(t, []).append(p)
-            book.append([make_record(pid, "cancelled", t, _now_s(), topic=t, partitions=ps)
-                         for t, ps in by_topic.items() for pid in [_plan_of(ledger, t) or plan_id]])
-            emit({"event": "cancelled", "partitions": [f"{t}-{p}" for t, p in sorted(ours)],
-                  "message": f"cancelled {len(ours)} reassignment(s); they are back on their original replicas"})
-        problems = clear_recorded_throttles(admin, book, ledger, plan_id, emit) if book.exists(admin.admin) else []
-        for p in problems:
-            emit({"event": "warning", "message": p})
-        if left:
-            raise StepFailed(f"{len(left)} reassignment(s) are still listed after {timeout_s:.0f} s: "
-                             f"{', '.join(f'{t}-{p}' for t, p in left[:5])}; run --cancel again")
-        summary = {"event": "done", "cancelled": len(ours), "left_alone": len(others), "throttle_problems": problems}
-        emit(summary)
-        return summary
-    finally:
-        book.close()
-        admin.close()
-
-
-def _plan_of(ledger: Ledger, topic: str) -> str | None:
-    for r in reversed(ledger.records):
-        if r.kind == "submitted" and r.value.get("topic") == topic:
-            return r.plan_id
-    return None
-
-
-# ==================================================================== status
-
-
-def migration_status(client: ClientSettings, bookkeeping_topic: str, plan_id: str | None = None,
-                     mapping: Mapping[int, int] | None = None) -> dict[str, Any]:
-    """Where the migration stands, read from the cluster: the bookkeeping records, reassignments
-    in flight (kmigrate's and others'), throttles present (kmigrate's and others'), and replicas
-    still on old brokers. ``plan_id``/``mapping`` default to the latest plan recorded."""
-    admin = ReassignmentAdmin(client)
-    book = BookkeepingTopic(client, bookkeeping_topic)
-    try:
-        exists = book.exists(admin.admin)
-        ledger = book.read() if exists else Ledger([])
-        plans = ledger.plans()
-        warnings = []
-        if plan_id is None and plans:
-            plan_id = list(plans)[-1]
-        elif plan_id is None and ledger.records:
-            # records but no plan record (one lost in a crash before it was acknowledged): the
-            # records name their plan; only the mapping is unknown
-            plan_id = ledger.records[-1].plan_id
-        if mapping is None and plan_id in plans:
-            mapping = {int(k): int(v) for k, v in plans[plan_id]["mapping"].items()}
-        if plan_id and mapping is None:
-            warnings.append(f"no plan record for {plan_id}: replicas left on old brokers are not counted "
-                            "(give --mapping or --plan)")
-        mapping = dict(mapping or {})
-        old = set(mapping)
-        topics = admin.describe(None)
-        topics.pop(bookkeeping_topic, None)
-        recorded = ledger.moved(plan_id) if plan_id else {}
-        flights = admin.list_reassignments()
-        submitted = ledger.submitted(None)
-        ours_flight = sorted(k for k, f in flights.items() if k in submitted and tuple(f.target) == tuple(submitted[k]))
-        on_old: dict[str, int] = {}
-        not_preferred = 0
-        for name, t in topics.items():
-            n = sum(1 for p in t.partitions if any(b in old for b in p.replicas))
-            if n:
-                on_old[name] = n
-            not_preferred += sum(1 for p in t.partitions if p.replicas and p.leader != p.replicas[0])
-        live = admin.live_brokers()
-        broker_thr = admin.broker_dynamic_configs(sorted(live), BROKER_THROTTLE_CONFIGS)
-        topic_thr = admin.topic_configs(sorted(topics), TOPIC_THROTTLE_CONFIGS, dynamic_only=True)
-        kmigrate_broker = ledger.broker_throttles()
-        kmigrate_topic = ledger.topic_throttles()
-        throttles = []
-        for b, cfgs in sorted(broker_thr.items()):
-            for cfg, value in sorted(cfgs.items()):
-                throttles.append({"scope": "broker", "broker": b, "config": cfg, "value": value,
-                                  "kmigrate": (b, cfg) in kmigrate_broker})
-        for t, cfgs in sorted(topic_thr.items()):
-            for cfg, value in sorted(cfgs.items()):
-                if value:
-                    throttles.append({"scope": "topic", "topic": t, "config": cfg, "entries": len(parse_entries(value)),
-                                      "kmigrate": (t, cfg) in kmigrate_topic})
-        remaining = sorted(t for t in topics if t not in recorded)
-        if not plan_id:
-            state = "not started"
-        elif remaining or ours_flight or on_old or any(x["kmigrate"] for x in throttles):
-            state = "in progress"
-        else:
-            state = "done"
-        return {
-            "state": state, "bookkeeping_topic": bookkeeping_topic, "bookkeeping_exists": exists,
-            "plan_id": plan_id, "mapping": {str(k): v for k, v in sorted(mapping.items())},
-            "plans": sorted(plans), "topics_total": len(topics), "topics_recorded": len([t for t in topics if t in recorded]),
-            "topics_remaining": remaining, "partitions_on_old_brokers": sum(on_old.values()),
-            "topics_on_old_brokers": sorted(on_old), "reassignments_in_flight": len(flights),
-            "reassignments_kmigrate": [f"{t}-{p}" for t, p in ours_flight],
-            "leaders_not_preferred": not_preferred, "throttles": throttles,
-            "foreign_plans": {k: len(v) for k, v in ledger.foreign_moved(plan_id or "").items()},
-            "duplicates": sorted(t for t, n in ledger.moved_counts(plan_id or "").items() if n > 1),
-            "warnings": warnings,
-        }
-    finally:
-        book.close()
-        admin.close()
-
-
-__all__ = ["PartitionsRequest", "run_partitions", "cancel_partitions", "migration_status", "crash_point", "CRASH_ENV",
-           "PartitionMover", "clear_recorded_throttles", "Throttles"]
+__all__ = ["PartitionsRequest", "PartitionMover", "run_partitions"]

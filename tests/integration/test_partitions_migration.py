@@ -179,9 +179,10 @@ def test_status_and_rerun_after_the_migration(cluster, loaded):
 
 def test_status_without_a_plan_record_names_the_plan_of_the_records_and_says_what_it_cannot_count(cluster, loaded):
     """A ledger whose plan record is missing (lost before it was acknowledged) is not 'not started'."""
-    from migrate.adapters.bookkeeping import BookkeepingTopic, make_record
+    from migrate.adapters.bookkeeping import BookkeepingTopic
+    from migrate.core.ledger import make_record
     from migrate.files import client_settings
-    from migrate.runner.partitions import migration_status
+    from migrate.runner.status import migration_status
 
     bs = cluster.bootstrap_servers()
     book = BookkeepingTopic(client_settings(bs), "__kmigrate_no_plan_record")

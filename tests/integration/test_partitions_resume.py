@@ -14,7 +14,8 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from migrate.adapters.bookkeeping import BookkeepingTopic, make_record
+from migrate.adapters.bookkeeping import BookkeepingTopic
+from migrate.core.ledger import make_record
 from migrate.files import client_settings
 from partitions_support import (
     MAPPING,

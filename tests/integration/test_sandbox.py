@@ -193,7 +193,8 @@ def test_a_test_sandbox_removes_its_directory_unless_its_body_failed(monkeypatch
 def test_a_leaderless_bookkeeping_topic_is_an_error_not_an_empty_ledger(cluster, topic_name):
     """The bookkeeping topic listed with no leader (its broker down) still exists, and reading it
     waits, then fails with a clear error: an empty ledger would make a run forget what it recorded."""
-    from migrate.adapters.bookkeeping import BookkeepingTopic, make_record
+    from migrate.adapters.bookkeeping import BookkeepingTopic
+    from migrate.core.ledger import make_record
     from migrate.files import client_settings
     from migrate.errors import StepFailed
 

@@ -146,3 +146,9 @@ def test_ledger_trusts_only_its_plan_and_tracks_throttles():
     assert ledger.topic_throttles() == {("a", "l"): {"0:1", "1:1"}}
     assert ledger.submitted("p1") == {("a", 0): (4, 5)}
     assert ReplicaProgress(1, 0).reported is False
+
+
+def test_the_plan_of_a_topics_last_submission():
+    ledger = _ledger()
+    assert ledger.plan_of_submission("orders") == "p1"
+    assert ledger.plan_of_submission("payments") is None

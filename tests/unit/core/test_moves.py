@@ -63,3 +63,23 @@ def test_a_move_counts_on_its_source_and_new_replicas_like_cruise_control():
     m = PartitionMove("t", 0, (1, 2, 3), (4, 2, 6))
     assert m.brokers == frozenset({1, 4, 6})  # leader 1 sends, 4 and 6 receive; 2 and 3 do no copying
     assert PartitionMove("t", 0, (1, 2), (2, 1)).brokers == frozenset()  # a reorder copies nothing
+
+
+def test_a_plan_row_and_a_move_are_the_same_thing():
+    row = ("t", 3, (1, 2, 3), (4, 2, 6), 2000)
+    m = PartitionMove.from_row(row)
+    assert (m.size_bytes, m.bytes_to_move, m.bytes_to_copy, m.adding, m.removing) == (1000, 2000, 2000, (4, 6), (1, 3))
+    assert m.row == row
+    unknown = PartitionMove.from_row(("t", 0, (1,), (4,), None))
+    assert unknown.bytes_to_move is None and unknown.bytes_to_copy == 0 and unknown.row == ("t", 0, (1,), (4,), None)
+    assert PartitionMove.from_row(("t", 0, (1, 2), (2, 1), 0)).row == ("t", 0, (1, 2), (2, 1), 0)
+
+
+def test_leader_not_preferred_and_partition_of():
+    from migrate.core.moves import leader_not_preferred, partition_of
+
+    t = _topic("t", [(1, 2), (2, 1)])
+    assert partition_of(t, 1).replicas == (2, 1) and partition_of(t, 7) is None and partition_of(None, 0) is None
+    assert not leader_not_preferred(Partition(0, (1, 2), (1, 2), 1))
+    assert leader_not_preferred(Partition(0, (1, 2), (1, 2), 2)) and leader_not_preferred(Partition(0, (1, 2), (1, 2), None))
+    assert not leader_not_preferred(Partition(0, (), (), None))

@@ -57,3 +57,12 @@ def test_rate_and_eta():
     assert r.bytes_per_s == 100
     assert r.eta_s(500) == 5
     assert Rate().eta_s(10) is None
+
+
+def test_migration_state():
+    from migrate.core.phases import migration_state
+
+    assert migration_state(None, 0, 0, 0, 0) == "not started"
+    assert migration_state("p", 0, 0, 0, 0) == "done"
+    for left in [(1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1)]:
+        assert migration_state("p", *left) == "in progress"

@@ -56,3 +56,53 @@ def test_fill_throttle_lists_stops_at_the_size_limit_on_a_topic_with_thousands_o
     got = fill_throttle_lists(moves[:5], moves[5:])
     assert 5 < len(got) < len(moves) and _fits(got, MAX_THROTTLE_CONFIG_CHARS)
     assert not _fits(got + [moves[len(got)]], MAX_THROTTLE_CONFIG_CHARS)
+
+
+# ----------------------------------------------------------------------------- which change, which removal
+
+
+def test_finished_entries_stay_while_the_topic_still_moves_and_go_with_it():
+    from migrate.core.throttles import list_change
+
+    assert list_change({"0:4"}, {"0:4", "1:4"}, max_chars=100) == (set(), set())
+    assert list_change({"2:4"}, {"0:4"}, max_chars=100) == ({"2:4"}, set())
+    assert list_change({"2:4"}, {"0:4"}, max_chars=len("0:4")) == ({"2:4"}, {"0:4"})  # the list would grow too long
+    assert list_change(set(), {"0:4"}, max_chars=100) == (set(), {"0:4"})
+
+
+def test_kmigrate_never_appends_what_is_there_or_under_a_wildcard():
+    from migrate.core.throttles import entries_to_append
+
+    assert entries_to_append({"0:4", "1:4"}, {"0:4"}) == {"1:4"}
+    assert entries_to_append({"0:4"}, {"*"}) == set()
+
+
+def test_list_operation_picks_the_one_incremental_change():
+    from migrate.core.throttles import list_operation
+
+    assert list_operation({"1:4"}, {"1:4"}, {"0:4"}, {"0:4", "9:9"}, {"0:4"}) == ("set", "1:4,9:9")
+    assert list_operation({"0:4", "1:4"}, {"1:4", "0:4"}, set(), set(), set()) == ("append", "0:4,1:4")
+    assert list_operation(set(), set(), {"0:4"}, {"0:4"}, {"0:4"}) == ("delete", None)
+    assert list_operation(set(), set(), {"0:4"}, set(), {"0:4"}) is None  # already gone
+    assert list_operation(set(), set(), {"0:4"}, {"0:4", "9:9"}, {"0:4"}) == ("subtract", "0:4")  # 9:9 is someone else's
+    assert list_operation({"1:4"}, set(), {"0:4"}, {"0:4", "1:4"}, {"0:4", "1:4"}) == ("subtract", "0:4")
+    assert list_operation({"1:4"}, set(), set(), {"1:4"}, {"1:4"}) is None
+
+
+def test_broker_rate_removal_restores_only_what_kmigrate_left():
+    from migrate.core.throttles import broker_rate_removal
+
+    assert broker_rate_removal("100", "100", None) == ("removed", True)
+    assert broker_rate_removal("100", "100", "7") == ("restored", True)
+    assert broker_rate_removal(None, "100", None) == ("removed", True)  # a broker that has not applied it yet
+    assert broker_rate_removal("5", "100", None) == ("left (changed by someone else)", False)
+    assert broker_rate_removal("7", "100", "7") == ("absent", False)  # back to its prior value already
+    assert broker_rate_removal(None, "100", "7") == ("absent", False)
+
+
+def test_list_removal_deletes_a_list_that_is_all_kmigrates_and_subtracts_otherwise():
+    from migrate.core.throttles import list_removal
+
+    assert list_removal({"0:1", "1:1"}, {"0:1", "1:1", "2:1"}) == ("delete", None)
+    assert list_removal({"0:1", "5:5"}, {"0:1"}) == ("subtract", "0:1")
+    assert list_removal({"5:5"}, {"0:1"}) is None
