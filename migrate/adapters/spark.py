@@ -541,8 +541,9 @@ def standalone_cluster(host: str, work_dir: Path, workers: int = 2, cores: int =
     benchmarks on one machine; a real site runs its own Spark cluster and passes ``--master``.
     """
     import json
-    import time
     import urllib.request
+
+    from migrate.runner.waiting import wait_until
 
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -567,21 +568,20 @@ def standalone_cluster(host: str, work_dir: Path, workers: int = 2, cores: int =
                                       "--port", str(_free_port(host)), "--webui-port", str(_free_port(host)),
                                       "--cores", str(cores), "--memory", memory,
                                       "--work-dir", str(work_dir / f"worker-{i + 1}"), url])
-        deadline = time.monotonic() + timeout_s
-        alive = 0
-        while time.monotonic() < deadline:
+        alive = [0]
+
+        def registered() -> bool:
             if any(p.poll() is not None for p in procs):
                 raise BadInput(f"a Spark standalone process exited at start: see the logs in {work_dir}")
             try:
                 with urllib.request.urlopen(f"http://{host}:{ui}/json/", timeout=5) as resp:
-                    alive = int(json.load(resp).get("aliveworkers", 0))
+                    alive[0] = int(json.load(resp).get("aliveworkers", 0))
             except (OSError, ValueError):
-                alive = 0
-            if alive >= workers:
-                break
-            time.sleep(1)
-        else:
-            raise BadInput(f"Spark standalone cluster at {url}: {alive} of {workers} workers registered in {timeout_s:.0f} s")
+                alive[0] = 0
+            return alive[0] >= workers
+
+        wait_until(registered, timeout_s=timeout_s, interval_s=1, what="the Spark workers", on_timeout=lambda: BadInput(
+            f"Spark standalone cluster at {url}: {alive[0]} of {workers} workers registered in {timeout_s:.0f} s"))
         yield url
     finally:
         import signal

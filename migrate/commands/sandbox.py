@@ -88,11 +88,9 @@ def _print_status(sandbox: Sandbox) -> None:
 @app.command("fetch")
 def fetch(output: OutputFormat = OUTPUT_OPTION) -> None:
     """Fetch the Kafka and ZooKeeper jars and Spark's Kafka source from Maven Central into the cache (once)."""
-    from migrate.adapters.spark import kafka_source_jars
-    from migrate.adapters.jars import ensure_distribution
+    from migrate.sandbox.cluster import fetch_jars
 
-    dist = ensure_distribution()
-    spark = kafka_source_jars()
+    dist, spark = fetch_jars()
     if output == OutputFormat.json:
         emit_json({"kafka": dist.kafka_version, "zookeeper": dist.zookeeper_version, "lib": str(dist.lib_dir),
                    "spark_kafka_source": spark.version, "spark_jars": [str(p) for p in spark.jars]})

@@ -75,10 +75,6 @@ class Report:
         return tuple(p for p in self.partitions if not p.ok)
 
     @property
-    def with_tail(self) -> tuple[PartitionResult, ...]:
-        return tuple(p for p in self.partitions if p.tail_records)
-
-    @property
     def topics(self) -> tuple[str, ...]:
         return tuple(sorted({p.topic for p in self.partitions}))
 

@@ -10,7 +10,6 @@ after pid reuse).
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import signal
@@ -24,12 +23,12 @@ from typing import Callable
 import javaproperties
 
 from migrate.adapters import fourletter
-from migrate.errors import BadInput, StepFailed
-from migrate.sandbox.layout import BrokerNode, SandboxSpec, ZkNode, log4j_properties, server_properties, zoo_cfg
 from migrate.adapters.jars import KAFKA_MAIN, ZOOKEEPER_MAIN, Distribution, cache_dir, ensure_distribution
+from migrate.errors import BadInput, StepFailed
+from migrate.runner.waiting import poll, wait_until
+from migrate.sandbox.layout import BrokerNode, SandboxSpec, ZkNode, log4j_properties, server_properties, zoo_cfg
 
 STATE_FILE = "state.json"
-_QUIET = logging.getLogger("kmigrate.sandbox.librdkafka")  # librdkafka's connection noise while nodes start
 STATE_VERSION = 1
 
 
@@ -40,12 +39,33 @@ def default_sandbox_dir() -> Path:
 
 
 def _port_free(host: str, port: int) -> bool:
+    """True when a server could listen on ``host:port`` now.
+
+    The probe binds as the servers do, with ``SO_REUSEADDR``: connections of a stopped server still in
+    TIME_WAIT do not keep its port (Java's servers bind over them); a socket listening there does.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:
             return False
     return True
+
+
+def _zookeeper(hosts: str, timeout_s: float):
+    """A ZooKeeper session (``migrate.adapters.zookeeper``); BadInput when no server answers in time."""
+    from migrate.adapters.zookeeper import ZooKeeper  # kazoo loads when a sandbox is asked, not at every start
+
+    return ZooKeeper.connect(hosts, timeout_s=timeout_s)
+
+
+def fetch_jars():
+    """The servers' jars and Spark's Kafka source, fetched from Maven Central into the cache once
+    (``kmigrate sandbox fetch``): ``(Distribution, KafkaSourceJars)``."""
+    from migrate.adapters.spark import kafka_source_jars
+
+    return ensure_distribution(), kafka_source_jars()
 
 
 def _process_state(pid: int) -> str | None:
@@ -176,12 +196,9 @@ class Sandbox:
         os.kill(node.pid, sig)  # type: ignore[arg-type]
 
     def _wait_dead(self, name: str, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not self.is_alive(name):
-                self._reap(name)
-                return True
-            time.sleep(0.1)
+        if poll(lambda: not self.is_alive(name), timeout_s=timeout_s, interval_s=0.1):
+            self._reap(name)
+            return True
         return False
 
     def _reap(self, name: str) -> None:
@@ -251,18 +268,10 @@ class Sandbox:
 
     def committed_zookeeper_config(self) -> str:
         """The committed dynamic config (``server.N=...`` lines and ``version=``) read from a running voter."""
-        from kazoo.client import KazooClient
-
         spec = self._require()
         hosts = ",".join(f"{z.host}:{z.client_port}" for z in spec.zookeepers if self.is_alive(z.name))
-        zk = KazooClient(hosts=hosts, timeout=10)
-        zk.start(timeout=30)
-        try:
-            data, _ = zk.get("/zookeeper/config")
-        finally:
-            zk.stop()
-            zk.close()
-        return data.decode()
+        with _zookeeper(hosts, timeout_s=30) as zk:
+            return (zk.read("/zookeeper/config") or b"").decode()
 
     def start_joiners(self, joiners: list[ZkNode]) -> None:
         """Start ``joiners`` with the committed config plus every joiner as an observer; wait until they follow."""
@@ -319,9 +328,11 @@ class Sandbox:
     # -------------------------------------------------------------- readiness
     def wait_zookeeper(self, names: list[str], timeout_s: float = 60) -> dict[str, fourletter.ServerStat]:
         """Wait until each named server answers ``srvr`` with a mode (a quorum is formed for it)."""
-        deadline = time.monotonic() + timeout_s
         ready: dict[str, fourletter.ServerStat] = {}
-        while True:
+        if not names:
+            return ready
+
+        def all_serving() -> dict[str, fourletter.ServerStat] | None:
             for name in names:
                 if name in ready:
                     continue
@@ -332,64 +343,51 @@ class Sandbox:
                     ready[name] = fourletter.srvr(node.host, self.spec.zookeeper_client_port, timeout_s=2)
                 except (OSError, ValueError):
                     pass
-            if len(ready) == len(names):
-                return ready
-            if time.monotonic() > deadline:
-                missing = [n for n in names if n not in ready]
-                raise StepFailed(f"ZooKeeper {', '.join(missing)} not serving after {timeout_s:.0f} s: see their zookeeper.log")
-            time.sleep(0.25)
+            return ready if len(ready) == len(names) else None
+
+        def late() -> StepFailed:
+            missing = [n for n in names if n not in ready]
+            return StepFailed(f"ZooKeeper {', '.join(missing)} not serving after {timeout_s:.0f} s: see their zookeeper.log")
+
+        return wait_until(all_serving, timeout_s=timeout_s, interval_s=0.25, what="ZooKeeper", on_timeout=late)
 
     def wait_brokers(self, names: list[str], timeout_s: float = 120) -> None:
         """Wait until each broker is registered in ``/brokers/ids`` and answers metadata with its own id."""
-        from confluent_kafka.admin import AdminClient
-        from kazoo.client import KazooClient
+        from migrate.adapters.local_cluster import broker_serves
 
         spec = self._require()
-        deadline = time.monotonic() + timeout_s
-        zk = KazooClient(hosts=self.zookeeper_connect(chroot=True), timeout=10)
-        zk.start(timeout=30)
-        try:
-            pending = list(names)
-            while pending:
+        pending = list(names)
+        with _zookeeper(self.zookeeper_connect(chroot=True), timeout_s=30) as zk:
+
+            def all_ready() -> bool:
                 for name in list(pending):
                     node = self.nodes[name]
                     if not self.is_alive(name):
                         raise StepFailed(f"{name} exited while starting: see {node.dir}/server.log")
-                    if not zk.exists(f"/brokers/ids/{node.id}"):
-                        continue
-                    admin = AdminClient({"bootstrap.servers": f"{node.host}:{spec.kafka_port}", "socket.timeout.ms": 3000, "logger": _QUIET})
-                    try:
-                        md = admin.list_topics(timeout=3)
-                    except Exception:
-                        continue
-                    if node.id in md.brokers:
+                    if str(node.id) in (zk.children("/brokers/ids") or []) and \
+                            broker_serves(f"{node.host}:{spec.kafka_port}", node.id):
                         pending.remove(name)
-                if pending:
-                    if time.monotonic() > deadline:
-                        raise StepFailed(f"{', '.join(pending)} not ready after {timeout_s:.0f} s: see their server.log")
-                    time.sleep(0.5)
-        finally:
-            zk.stop()
-            zk.close()
+                return not pending
+
+            wait_until(all_ready, timeout_s=timeout_s, interval_s=0.5, what="brokers", on_timeout=lambda: StepFailed(
+                f"{', '.join(pending)} not ready after {timeout_s:.0f} s: see their server.log"))
 
     def wait_fully_replicated(self, timeout_s: float = 180, bootstrap: str | None = None) -> None:
         """Wait until no partition of the cluster is under-replicated (between two steps of a rolling restart)."""
-        from confluent_kafka.admin import AdminClient
+        from migrate.adapters.local_cluster import KafkaProbe
 
-        admin = AdminClient({"bootstrap.servers": bootstrap or self.bootstrap_servers(), "logger": _QUIET})
-        deadline = time.monotonic() + timeout_s
-        while True:
+        probe = KafkaProbe(bootstrap or self.bootstrap_servers())
+        short: list[str] = []
+
+        def replicated() -> bool:
             try:
-                md = admin.list_topics(timeout=10)
-                short = [f"{t.topic}-{p.id}" for t in md.topics.values() for p in t.partitions.values()
-                         if len(p.isrs) < len(p.replicas)]
+                short[:] = probe.under_replicated(timeout_s=10)
             except Exception as exc:  # a broker restarting: ask again
-                short = [str(exc)]
-            if not short:
-                return
-            if time.monotonic() > deadline:
-                raise StepFailed(f"{len(short)} partition(s) still under-replicated after {timeout_s:.0f} s, e.g. {short[0]}")
-            time.sleep(0.5)
+                short[:] = [str(exc)]
+            return not short
+
+        wait_until(replicated, timeout_s=timeout_s, interval_s=0.5, what="full replication", on_timeout=lambda: StepFailed(
+            f"{len(short)} partition(s) still under-replicated after {timeout_s:.0f} s, e.g. {short[0]}"))
 
     def rolling_restart(self, broker_ids: list[int], zookeeper_connect: str, timeout_s: float = 180,
                         progress: Callable[[str], None] = lambda msg: None) -> None:
@@ -401,24 +399,11 @@ class Sandbox:
 
     def _create_offsets_topic(self, timeout_s: float = 90) -> None:
         """Have the old brokers create ``__consumer_offsets`` now, before spares start (spares hold no partitions)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions
-        from confluent_kafka.admin import AdminClient
+        from migrate.adapters.local_cluster import KafkaProbe
 
-        admin = AdminClient({"bootstrap.servers": self._require().bootstrap_servers(spare=False), "logger": _QUIET})
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("kmigrate-sandbox")])[
-                    "kmigrate-sandbox"
-                ].result(timeout=10)
-            except Exception:
-                pass
-            md = admin.list_topics(timeout=10)
-            topic = md.topics.get("__consumer_offsets")
-            if topic and topic.partitions and all(p.leader >= 0 for p in topic.partitions.values()):
-                return
-            time.sleep(0.5)
-        raise StepFailed("__consumer_offsets was not created in time: see the brokers' server.log")
+        probe = KafkaProbe(self._require().bootstrap_servers(spare=False))
+        wait_until(probe.offsets_topic_led, timeout_s=timeout_s, interval_s=0.5, what="__consumer_offsets",
+                   on_timeout=lambda: StepFailed("__consumer_offsets was not created in time: see the brokers' server.log"))
 
     # ------------------------------------------------------------- addresses
     def zookeeper_connect(self, chroot: bool = False) -> str:
@@ -466,22 +451,14 @@ class Sandbox:
         return rows
 
     def _controller_id(self) -> int | None:
-        from kazoo.client import KazooClient
-        from kazoo.exceptions import NoNodeError
-
         spec = self._require()
         if not any(self.is_alive(z.name) for z in spec.zookeepers):
             return None
-        zk = KazooClient(hosts=self.zookeeper_connect(chroot=True), timeout=5)
         try:
-            zk.start(timeout=10)
-            data, _ = zk.get("/controller")
-            return int(json.loads(data)["brokerid"])
-        except (NoNodeError, ValueError, KeyError, Exception):
+            with _zookeeper(self.zookeeper_connect(chroot=True), timeout_s=10) as zk:
+                return int(json.loads(zk.read("/controller") or b"")["brokerid"])
+        except Exception:  # no quorum, no controller yet, or not its JSON: no controller to show
             return None
-        finally:
-            zk.stop()
-            zk.close()
 
     # -------------------------------------------------------- fault injection
     def stop(self, name: str, timeout_s: float = 60) -> None:
@@ -532,24 +509,15 @@ class Sandbox:
         expires (``zookeeper.session.timeout.ms``, 18 s here). A broker that starts before then finds
         the node owned by another session and exits with NodeExistsException.
         """
-        from kazoo.client import KazooClient
-
-        zk = KazooClient(hosts=self.zookeeper_connect(chroot=True), timeout=10)
         try:
-            zk.start(timeout=15)
-        except Exception:  # no quorum: the broker will wait for it itself
-            zk.close()
+            zk = _zookeeper(self.zookeeper_connect(chroot=True), timeout_s=15)
+        except BadInput:  # no quorum: the broker will wait for it itself
             return
-        try:
-            deadline = time.monotonic() + timeout_s
-            while zk.exists(f"/brokers/ids/{node.id}"):
-                if time.monotonic() > deadline:
-                    raise StepFailed(f"broker id {node.id} is still registered in ZooKeeper after {timeout_s:.0f} s: "
-                                     f"is another broker with that id running?")
-                time.sleep(0.25)
-        finally:
-            zk.stop()
-            zk.close()
+        with zk:
+            wait_until(lambda: zk.read(f"/brokers/ids/{node.id}") is None, timeout_s=timeout_s, interval_s=0.25,
+                       what="the old registration to go", on_timeout=lambda: StepFailed(
+                           f"broker id {node.id} is still registered in ZooKeeper after {timeout_s:.0f} s: "
+                           f"is another broker with that id running?"))
 
     def restart(self, name: str, wait: bool = True) -> None:
         self.stop(name)

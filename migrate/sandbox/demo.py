@@ -9,7 +9,6 @@ end-to-end test SIGKILL a command at chosen moments and run it again, as after a
 from __future__ import annotations
 
 import json
-import logging
 import os
 import random
 import signal
@@ -20,9 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
-
+from migrate.adapters.kafka import NewTopicSpec, admin_client, create_topics_and_wait
+from migrate.adapters.local_cluster import produce_records
 from migrate.core.canary import CanaryReport
 from migrate.files import client_settings
 from migrate.errors import StepFailed
@@ -30,7 +28,6 @@ from migrate.runner.canary import Canary
 from migrate.sandbox import Sandbox, SandboxSpec
 
 Progress = Callable[[str], None]
-_RDKAFKA_LOG = logging.getLogger("kmigrate.librdkafka")
 
 # (name, partitions, replication factor, configs, records): a dozen shapes.
 TOPIC_SHAPES = (
@@ -211,30 +208,28 @@ class Demo:
 
     def create_topics(self) -> str:
         bootstrap = self.spec.bootstrap_servers(spare=False)
-        admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _RDKAFKA_LOG})
         old = [b.id for b in self.spec.brokers if not b.spare]
         topics = []
         for i, (name, parts, rf, configs, _n) in enumerate(TOPIC_SHAPES):
             # Explicit assignments on the old brokers: this is the cluster before the new nodes exist.
             assignment = [[old[(p + r + i) % len(old)] for r in range(rf)] for p in range(parts)]
-            topics.append(NewTopic(name, num_partitions=parts, replica_assignment=assignment, config=configs))
-        for fut in admin.create_topics(topics, operation_timeout=60).values():
-            fut.result(timeout=120)
-        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "enable.idempotence": True,
-                             "logger": _RDKAFKA_LOG})
-        rng = random.Random(7)
-        total = 0
-        for name, _parts, _rf, configs, n in TOPIC_SHAPES:
-            count = int(n * self.records_scale)
-            keys = 200 if configs.get("cleanup.policy") == "compact" else 10**9
-            for i in range(count):
-                producer.produce(name, key=str(rng.randrange(keys)).encode(), value=rng.randbytes(512))
-                if i % 2000 == 0:
-                    producer.poll(0)
-            total += count
-        if producer.flush(180):
+            topics.append(NewTopicSpec(name, assignment, configs))
+        create_topics_and_wait(admin_client(client_settings(bootstrap)), topics, timeout_s=120)
+        counts = [int(n * self.records_scale) for *_, n in TOPIC_SHAPES]
+        if produce_records(bootstrap, self._records(counts), timeout_s=180):
             raise StepFailed("records were not acknowledged within 180 s")
-        return f"{len(TOPIC_SHAPES)} topics, {total} records of 512 bytes"
+        return f"{len(TOPIC_SHAPES)} topics, {sum(counts)} records of 512 bytes"
+
+    @staticmethod
+    def _records(counts: list[int]):
+        """``(topic, key, value)`` of the demo's records: random 512-byte values, the same every run (seed 7);
+        compacted topics get 200 keys, so compaction has something to do."""
+        rng = random.Random(7)
+        for (name, _parts, _rf, configs, _n), count in zip(TOPIC_SHAPES, counts):
+            keys = 200 if configs.get("cleanup.policy") == "compact" else 10**9
+            for _ in range(count):
+                key = str(rng.randrange(keys)).encode()
+                yield name, key, rng.randbytes(512)
 
     def start_canary(self) -> str:
         settings = client_settings(self.spec.bootstrap_servers())

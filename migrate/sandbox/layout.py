@@ -198,6 +198,9 @@ def server_properties(spec: SandboxSpec, broker: BrokerNode, log_dir: str, zooke
         "log.segment.bytes": str(64 * 1024 * 1024),
         "controlled.shutdown.enable": "true",
     }
+    top = max(spec.broker_ids + spec.spare_broker_ids)
+    if top > 1000:  # Kafka's default reserved.broker.max.id: a broker with a higher id exits at start
+        props["reserved.broker.max.id"] = str(top)
     props.update(spec.kafka_settings)
     return props
 

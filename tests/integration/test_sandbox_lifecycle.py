@@ -119,6 +119,49 @@ def test_missing_java_and_maven_are_named(tmp_path):
     assert "mvn not found" in proc.stderr
 
 
+def test_a_broker_id_above_1000_starts_and_serves(tmp_path):
+    """Kafka refuses a broker.id above reserved.broker.max.id (1000 by default): the sandbox raises it."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    sandbox = Sandbox(tmp_path / "sb")
+    try:
+        sandbox.up(SandboxSpec(zookeeper_ids=(1,), broker_ids=(1001,), ip_prefix=free_ip_prefix(1)))
+        assert sandbox.is_alive("kafka-1001")
+        assert sandbox.broker_properties(1001)["reserved.broker.max.id"] == "1001"
+        bootstrap = sandbox.bootstrap_servers()
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        delivered = []
+        producer.produce("above-1000", value=b"served", on_delivery=lambda err, msg: delivered.append((err, msg.offset())))
+        assert producer.flush(60) == 0 and delivered == [(None, 0)]
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "above-1000", "enable.auto.commit": False})
+        consumer.assign([TopicPartition("above-1000", 0, 0)])
+        msg = consumer.poll(30)
+        consumer.close()
+        assert msg is not None and msg.error() is None and msg.value() == b"served"
+    finally:
+        sandbox.down()
+    # Ids of 1000 and below leave Kafka's default alone.
+    from migrate.sandbox.layout import server_properties
+
+    spec = SandboxSpec(broker_ids=(1, 1000))
+    assert "reserved.broker.max.id" not in server_properties(spec, spec.brokers[1], "/data", "zk:2181")
+
+
+def test_up_right_after_down_on_the_same_addresses(tmp_path):
+    """The ports of a sandbox just stopped hold connections in TIME_WAIT: the servers bind over them, and
+    the free-port probe (SO_REUSEADDR, as the servers bind) no longer refuses them."""
+    prefix = free_ip_prefix(2)
+    args = ("sandbox", "up", "--zookeepers", "1", "--brokers", "1", "--ip-prefix", prefix, "--output", "json")
+    for run in ("first", "second"):
+        directory = tmp_path / run
+        proc = _kmigrate(*args, "--dir", str(directory))
+        assert proc.returncode == 0, f"{run} up: {proc.stderr}"
+        assert all(n["running"] for n in json.loads(proc.stdout)["nodes"])
+        down = _kmigrate("sandbox", "down", "--dir", str(directory), "--output", "json")
+        assert down.returncode == 0, down.stderr
+        assert json.loads(down.stdout)["still_running"] == []
+
+
 def test_down_leaves_no_process_behind(tmp_path):
     """Last in the module on purpose: its own sandbox, stopped through the CLI, checked pid by pid."""
     directory = tmp_path / "sb"

@@ -1,0 +1,70 @@
+"""The Kafka calls of a local cluster's keeper (``migrate.sandbox``): readiness probes and the demo's records.
+
+Each call here asks once; ``migrate.sandbox`` waits with ``migrate.runner.waiting``. librdkafka's
+connection noise while nodes start or stop goes to a logger of its own, kept off the terminal.
+ZooKeeper reads go through ``migrate.adapters.zookeeper``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterable
+
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer
+from confluent_kafka.admin import AdminClient
+
+from migrate.adapters.kafka import every_partition_led
+
+_QUIET = logging.getLogger("kmigrate.sandbox.librdkafka")  # librdkafka's connection noise while nodes start
+_RDKAFKA_LOG = logging.getLogger("kmigrate.librdkafka")
+_GROUP = "kmigrate-sandbox"
+
+
+class KafkaProbe:
+    """An admin client on a local cluster (or one of its brokers), asked one question at a time."""
+
+    def __init__(self, bootstrap: str, socket_timeout_ms: int | None = None):
+        conf: dict[str, object] = {"bootstrap.servers": bootstrap, "logger": _QUIET}
+        if socket_timeout_ms is not None:
+            conf["socket.timeout.ms"] = socket_timeout_ms
+        self._admin = AdminClient(conf)
+
+    def broker_ids(self, timeout_s: float) -> set[int]:
+        """Ids of the brokers in the metadata (raises when the cluster does not answer)."""
+        return set(self._admin.list_topics(timeout=timeout_s).brokers)
+
+    def under_replicated(self, timeout_s: float = 10) -> list[str]:
+        """``topic-partition`` of every partition whose ISR is smaller than its replicas (raises when no answer)."""
+        md = self._admin.list_topics(timeout=timeout_s)
+        return [f"{t.topic}-{p.id}" for t in md.topics.values() for p in t.partitions.values()
+                if len(p.isrs) < len(p.replicas)]
+
+    def offsets_topic_led(self) -> bool:
+        """Ask for a group's offsets (which has the brokers create ``__consumer_offsets``); True once every
+        partition of it has a leader."""
+        try:
+            self._admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(_GROUP)])[_GROUP].result(timeout=10)
+        except Exception:  # the coordinator is not there yet: the request still made the brokers create the topic
+            pass
+        md = self._admin.list_topics(timeout=10)
+        return every_partition_led(md.topics.get("__consumer_offsets"))
+
+
+def broker_serves(address: str, broker_id: int) -> bool:
+    """True when the broker at ``address`` answers metadata within 3 s and lists itself (``broker_id``)."""
+    try:
+        return broker_id in KafkaProbe(address, socket_timeout_ms=3000).broker_ids(timeout_s=3)
+    except Exception:
+        return False
+
+
+def produce_records(bootstrap: str, records: Iterable[tuple[str, bytes, bytes]], timeout_s: float = 180) -> int:
+    """Write ``(topic, key, value)`` records (idempotent, acks=all); return how many are still unacknowledged
+    ``timeout_s`` after the last one was queued."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "enable.idempotence": True,
+                         "logger": _RDKAFKA_LOG})
+    for i, (topic, key, value) in enumerate(records):
+        producer.produce(topic, key=key, value=value)
+        if i % 2000 == 0:
+            producer.poll(0)
+    return producer.flush(timeout_s)
