@@ -26,9 +26,10 @@ from migrate.errors import BadInput
 from migrate.core.model import DEFAULT_RACK_SEPARATOR
 from migrate.core.zookeeper import PARTICIPANT, Server
 from migrate.core.units import parse_connect, parse_rate
+from migrate.core.ledger import DEFAULT_TOPIC
 
 DEFAULT_THROTTLE_BYTES_PER_S = 50_000_000
-DEFAULT_BOOKKEEPING_TOPIC = "__kmigrate_migration"
+DEFAULT_BOOKKEEPING_TOPIC = DEFAULT_TOPIC  # the one name, from the ledger
 DEFAULT_MAX_PARTITION_MOVES_PER_BROKER = 5
 
 
