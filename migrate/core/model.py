@@ -44,7 +44,6 @@ SNAPSHOT_KIND = "kmigrate.cluster-snapshot"
 
 DEFAULT_RACK_SEPARATOR = "/"
 
-ZK_MODES = ("leader", "follower", "observer", "standalone", "unreachable")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

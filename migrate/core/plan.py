@@ -34,8 +34,6 @@ PLAN_FORMAT_VERSION = 1
 PLAN_ID_HEX_DIGITS = 16
 
 SEVERITIES = ("error", "warning", "info")
-ACTORS = ("kmigrate", "operator")
-BLOCKS = ("all", "zookeeper", "partitions")
 
 
 _make_move = PartitionMove.from_row
