@@ -72,7 +72,10 @@ def resolve_aliases(addresses: list[str]) -> dict[str, frozenset[str]]:
     """Other spellings (resolved IPs) of each ``host:port``, so a broker's hostname matches a config's IP."""
     out: dict[str, frozenset[str]] = {}
     for a in set(addresses):
-        host, port = split_host_port(a, 2181, "address")
+        try:
+            host, port = split_host_port(a, 2181, "address")
+        except BadInput:  # a broker's unreadable zookeeper.connect entry has no other spelling
+            continue
         try:
             ips = {info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
         except OSError:

@@ -671,7 +671,10 @@ def judge_brokers(
     aliases = aliases or {}
 
     def spellings(address: str) -> set[str]:
-        a = address_key(address)
+        try:
+            a = address_key(address)
+        except BadInput:  # a broker's unreadable entry matches nothing: it is reported as unknown
+            return {address.strip().lower()}
         return {a} | {address_key(x) for x in aliases.get(a, frozenset())}
 
     servers: dict[int, set[str]] = {}
