@@ -1,7 +1,7 @@
 """The PySpark job: read bounded offset ranges with Spark's Kafka source and digest them in Spark SQL.
 
-The only module of ``migrate.verify`` that uses Spark. No record reaches Python: hashing and
-aggregation run in the JVM (``xxhash64`` per record, exact sums per partition), and
+Verify's one use of Spark (``migrate.runner.verify`` runs it in a session from ``adapters/spark``).
+No record reaches Python: hashing and aggregation run in the JVM (``xxhash64`` per record, exact sums per partition), and
 the driver collects one small row per partition.
 
 Reads are bounded: every partition is assigned with an explicit ``startingOffsets`` and
