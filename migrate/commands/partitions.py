@@ -12,63 +12,25 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
-from migrate.files import client_settings
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
-from migrate.errors import BadInput
-from migrate.core.mapping import compile_topic_filter, mapping_plan_id, parse_mapping
-from migrate.core.scheduler import DEFAULT_MAX_MOVES_PER_BROKER, Caps
+from migrate.commands.settings import DEFAULT_BOOKKEEPING_TOPIC, DEFAULT_THROTTLE, Inputs, resolve
+from migrate.core.mapping import compile_topic_filter
+from migrate.core.scheduler import DEFAULT_MAX_MOVES_PER_BROKER
 from migrate.core.units import parse_duration
-
-DEFAULT_BOOKKEEPING_TOPIC = "__kmigrate_migration"
-DEFAULT_THROTTLE = "50MB/s"
+from migrate.errors import BadInput
+from migrate.runner import events as ev
 
 BOOTSTRAP_OPTION = typer.Option(None, "--bootstrap-server", help="Kafka brokers to connect to, host:port[,host:port...].")
 COMMAND_CONFIG_OPTION = typer.Option(None, "--command-config", help="Kafka client properties file (SASL/SSL), as for Kafka's tools.")
 PLAYBOOK_OPTION = typer.Option(None, "--playbook", help="Migration playbook (YAML): mapping, throttle, Kafka connection.")
 PLAN_OPTION = typer.Option(None, "--plan", help="Plan written by kmigrate plan: its targets, plan id, throttle and caps.")
 BOOKKEEPING_OPTION = typer.Option(None, "--bookkeeping-topic", help=f"Topic recording the migration (default {DEFAULT_BOOKKEEPING_TOPIC}).")
-
-
-def _throttle(text: str) -> int:
-    from migrate.core.units import parse_rate
-
-    try:
-        return parse_rate(text)
-    except BadInput as exc:
-        raise BadInput(f"--throttle: {exc.message}") from None
-
-
-def _load_inputs(playbook: Optional[Path], plan: Optional[Path]):
-    pb = pl = None
-    if playbook is not None:
-        from migrate.files import load_playbook
-
-        pb = load_playbook(playbook)
-    if plan is not None:
-        from migrate.core.plan import plan_from_json
-
-        try:
-            text = Path(plan).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise BadInput(f"--plan {plan}: no such file (write one with kmigrate plan)") from None
-        except OSError as exc:
-            raise BadInput(f"--plan {plan}: cannot read it ({exc})") from None
-        pl = plan_from_json(text, str(plan))
-    return pb, pl
-
-
-def _client(bootstrap_server: Optional[str], command_config: Optional[Path], pb) -> Any:
-    extra: dict[str, str] = {}
-    if pb is not None:
-        bootstrap_server = bootstrap_server or pb.kafka.bootstrap_servers
-        extra = {k: str(v) for k, v in pb.kafka.client_settings().items() if k != "bootstrap.servers"}
-    return client_settings(bootstrap_server, command_config, extra)
 
 
 def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, throttle, topics, exclude, resume,
@@ -80,47 +42,20 @@ def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, 
     if on_stall not in ("report", "cancel"):
         raise BadInput(f"--on-stall {on_stall!r}: choose report or cancel")
     include_re, exclude_re = compile_topic_filter(topics, exclude)
-    pb, pl = _load_inputs(playbook, plan)
-    client = _client(bootstrap_server, command_config, pb)
-    mig = pb.migration if pb is not None else None
-    if mapping is not None:
-        the_mapping = parse_mapping(mapping)
-        if pl is not None and dict(pl.mapping) != the_mapping:
-            raise BadInput(f"--mapping {mapping!r} differs from the plan's mapping {dict(pl.mapping)}: drop one of them")
-    elif pl is not None:
-        the_mapping = dict(pl.mapping)
-    elif pb is not None and pb.brokers.mapping:
-        the_mapping = dict(pb.brokers.mapping)
-    else:
-        raise BadInput("no broker mapping: give --mapping OLD:NEW,... (e.g. 1:4,2:5,3:6), --playbook or --plan")
-    if not the_mapping:
-        raise BadInput("the broker mapping is empty: give --mapping OLD:NEW,... (e.g. 1:4,2:5,3:6)")
-    if pl is not None:
-        blocking = pl.errors(force=force, step="partitions")
-        if blocking:
-            raise BadInput(f"plan {pl.plan_id}: {blocking[0].message}" + (f" (and {len(blocking) - 1} more error(s))" if len(blocking) > 1 else ""))
-    if throttle is not None:
-        rate = _throttle(throttle)
-    elif pl is not None:
-        rate = pl.throttle_bytes_per_s
-    elif mig is not None:
-        rate = mig.throttle_bytes_per_s
-    else:
-        rate = _throttle(DEFAULT_THROTTLE)
-    book = bookkeeping_topic or (pl.bookkeeping_topic if pl else None) or (mig.bookkeeping_topic if mig else None) or DEFAULT_BOOKKEEPING_TOPIC
-    per_broker = max_moves_per_broker or (pl.max_partition_moves_per_broker if pl else None) or (
-        mig.max_partition_moves_per_broker if mig else None) or DEFAULT_MAX_MOVES_PER_BROKER
-    cluster = max_moves_cluster or (pl.max_partition_moves_cluster if pl else None) or (mig.max_partition_moves_cluster if mig else None)
-    caps = Caps(per_broker=per_broker, cluster=cluster)
+    inputs = Inputs.load(playbook, plan)
+    client = inputs.client(bootstrap_server, command_config)
+    settings = resolve(inputs, mapping=mapping, throttle=throttle, bookkeeping_topic=bookkeeping_topic,
+                       max_moves_per_broker=max_moves_per_broker, max_moves_cluster=max_moves_cluster,
+                       run=True, force=force)
     return PartitionsRequest(
         client=client,
-        mapping=the_mapping,
-        plan_id=pl.plan_id if pl is not None else mapping_plan_id(the_mapping),
-        throttle_bytes_per_s=rate,
-        bookkeeping_topic=book,
-        caps=caps,
-        keep=tuple(pb.brokers.keep) if pb is not None else (),
-        plan_targets={(m.topic, m.partition): tuple(m.target) for m in pl.moves} if pl is not None else {},
+        mapping=settings.mapping,
+        plan_id=settings.plan_id,
+        throttle_bytes_per_s=settings.throttle_bytes_per_s,
+        bookkeeping_topic=settings.bookkeeping_topic,
+        caps=settings.caps,
+        keep=settings.keep,
+        plan_targets=settings.plan_targets,
         include=include_re,
         exclude=exclude_re,
         poll_interval_s=parse_duration(poll_interval, "--poll-interval"),
@@ -141,10 +76,16 @@ def _bytes(n: float | int | None) -> str:
     return format_bytes(int(n or 0))
 
 
-def _json_line(event: dict[str, Any]) -> None:
-    event = {**event, "ts": round(time.time(), 3)}
-    sys.stdout.write(json.dumps(event, sort_keys=True, separators=(",", ":"), default=str) + "\n")
+def _json_line(event: ev.Event) -> None:
+    """One JSON object per line: the event's fields, its kind under ``event`` and the time under ``ts``."""
+    line = {**event.as_dict(), "ts": round(time.time(), 3)}
+    sys.stdout.write(json.dumps(line, sort_keys=True, separators=(",", ":"), default=str) + "\n")
     sys.stdout.flush()
+
+
+_SAID_IN_YELLOW = (ev.Stall, ev.IsrShort, ev.Held, ev.LeadersNotPreferred, ev.PartitionCancelled, ev.TopicGone,
+                   ev.StallCancelled, ev.WaitingForeign, ev.ForeignPlan, ev.Discovered, ev.LeftAlone, ev.Aborted)
+"""Events whose message is the line (``kind: message``), in yellow."""
 
 
 class TextRenderer:
@@ -174,74 +115,82 @@ class TextRenderer:
             self.progress.stop()
             self.progress = None
 
-    def __call__(self, e: dict[str, Any]) -> None:
-        kind = e.get("event")
-        if kind == "progress":
-            if not e.get("total_bytes") and not e.get("in_flight"):
-                return
-            bars = self._bars()
-            bars.update(self.overall, total=max(e["total_bytes"], 1), completed=e["copied_bytes"])
-            for topic, row in e.get("topics", {}).items():
-                if row["phase"] in ("moving", "stalled") and topic not in self.tasks:
-                    self.tasks[topic] = bars.add_task(topic[:32], total=max(row["total_bytes"], 1))
-                if topic in self.tasks:
-                    bars.update(self.tasks[topic], total=max(row["total_bytes"], 1), completed=row["copied_bytes"])
-                    if row["phase"] not in ("moving", "stalled", "pending"):
-                        bars.remove_task(self.tasks.pop(topic))
+    def _show_progress(self, e: ev.Progress) -> None:
+        if not e.total_bytes and not e.in_flight:
             return
-        if kind == "start":
+        bars = self._bars()
+        bars.update(self.overall, total=max(e.total_bytes, 1), completed=e.copied_bytes)
+        for topic, row in e.topics.items():
+            if row["phase"] in ("moving", "stalled") and topic not in self.tasks:
+                self.tasks[topic] = bars.add_task(topic[:32], total=max(row["total_bytes"], 1))
+            if topic in self.tasks:
+                bars.update(self.tasks[topic], total=max(row["total_bytes"], 1), completed=row["copied_bytes"])
+                if row["phase"] not in ("moving", "stalled", "pending"):
+                    bars.remove_task(self.tasks.pop(topic))
+
+    def __call__(self, e: ev.Event) -> None:
+        if isinstance(e, ev.Progress):
+            self._show_progress(e)
+        elif isinstance(e, ev.Start):
             self._print(
-                f"plan {e['plan_id']}: {e['topics_selected']} topic(s) selected, {e['topics_recorded']} already recorded, "
-                f"{e['topics_to_move']} to move ({e['partitions_to_move']} partition(s), {_bytes(e['bytes_to_copy'])} to copy); "
-                f"throttle {_bytes(e['throttle_bytes_per_s'])}/s per broker; at most {e['max_moves_per_broker']} move(s) per broker"
-                + (f", {e['max_moves_cluster']} in the cluster" if e.get("max_moves_cluster") else "")
+                f"plan {e.plan_id}: {e.topics_selected} topic(s) selected, {e.topics_recorded} already recorded, "
+                f"{e.topics_to_move} to move ({e.partitions_to_move} partition(s), {_bytes(e.bytes_to_copy)} to copy); "
+                f"throttle {_bytes(e.throttle_bytes_per_s)}/s per broker; at most {e.max_moves_per_broker} move(s) per broker"
+                + (f", {e.max_moves_cluster} in the cluster" if e.max_moves_cluster else "")
             )
-        elif kind == "would-move":
-            self._print(f"would move {e['topic']}:")
-            for p in e["partitions"]:
-                self._print(f"  {e['topic']}-{p['partition']}: {p['current']} -> {p['target']} ({_bytes(p['bytes'])})")
-        elif kind == "would-record":
-            self._print(f"would record {e['topic']} (already on its new brokers)")
-        elif kind == "topic-done":
-            if e.get("already_on_target"):
-                self._print(f"recorded {e['topic']} (already on its new brokers)")
+        elif isinstance(e, ev.WouldMove):
+            self._print(f"would move {e.topic}:")
+            for p in e.partitions:
+                self._print(f"  {e.topic}-{p['partition']}: {p['current']} -> {p['target']} ({_bytes(p['bytes'])})")
+        elif isinstance(e, ev.WouldRecord):
+            self._print(f"would record {e.topic} (already on its new brokers)")
+        elif isinstance(e, ev.TopicDone):
+            if e.already_on_target:
+                self._print(f"recorded {e.topic} (already on its new brokers)")
             else:
-                self._print(f"moved {e['topic']}: {e['partitions_moved']} partition(s), {_bytes(e['bytes'])} in {e['seconds']} s")
-        elif kind in ("stall", "isr-short", "held", "leaders-not-preferred", "partition-cancelled", "topic-gone",
-                      "stall-cancelled", "waiting-foreign", "foreign-plan", "discovered", "left-alone", "cancelled", "aborted"):
-            self._print(f"{kind}: {e.get('message', e)}", style="yellow" if kind != "cancelled" else None)
-        elif kind == "warning":
-            self._print(f"warning: {e['message']}", style="yellow")
-        elif kind == "bookkeeping-created":
-            self._print(f"created the bookkeeping topic {e['topic']} on brokers {e['replicas']}")
-        elif kind == "throttle-set":
-            self._print(f"throttle {_bytes(e['rate_bytes_per_s'])}/s set on brokers {e['brokers']}")
-        elif kind == "throttle-adopted":
-            where = f"broker {e['broker']}" if e["scope"] == "broker" else f"topic {e['topic']}"
-            self._print(f"throttle {e['config']} of {where} set by an earlier run: kept for this run")
-        elif kind == "throttle-cleared":
-            if e.get("action") not in ("absent",):
-                where = f"broker {e['broker']}" if e["scope"] == "broker" else f"topic {e['topic']}"
-                self._print(f"throttle {e['config']} of {where}: {e['action']}")
-        elif kind == "adopted":
-            self._print(f"adopted {len(e['partitions'])} reassignment(s) already in flight")
-        elif kind == "resume":
-            self._print(f"resuming: {e['records']} bookkeeping record(s), {e['topics_recorded']} topic(s) already recorded")
-        elif kind == "done":
+                self._print(f"moved {e.topic}: {e.partitions_moved} partition(s), {_bytes(e.bytes)} in {e.seconds} s")
+        elif isinstance(e, _SAID_IN_YELLOW):
+            self._print(f"{e.kind}: {e.message}", style="yellow")
+        elif isinstance(e, ev.Cancelled):
+            self._print(f"{e.kind}: {e.message}")
+        elif isinstance(e, ev.WarningEvent):
+            self._print(f"warning: {e.message}", style="yellow")
+        elif isinstance(e, ev.BookkeepingCreated):
+            self._print(f"created the bookkeeping topic {e.topic} on brokers {e.replicas}")
+        elif isinstance(e, ev.ThrottleSet):
+            self._print(f"throttle {_bytes(e.rate_bytes_per_s)}/s set on brokers {e.brokers}")
+        elif isinstance(e, ev.ThrottleAdopted):
+            self._print(f"throttle {e.config} of {_where(e)} set by an earlier run: kept for this run")
+        elif isinstance(e, ev.ThrottleCleared):
+            if e.action != "absent":
+                self._print(f"throttle {e.config} of {_where(e)}: {e.action}")
+        elif isinstance(e, ev.Adopted):
+            self._print(f"adopted {len(e.partitions)} reassignment(s) already in flight")
+        elif isinstance(e, ev.Resume):
+            self._print(f"resuming: {e.records} bookkeeping record(s), {e.topics_recorded} topic(s) already recorded")
+        elif isinstance(e, (ev.RunDone, ev.CancelDone, ev.CancelDryRun)):
             self.close()
-            if e.get("dry_run"):
-                if "would_cancel" in e:
-                    self._print(f"dry run: would cancel {len(e['would_cancel'])} reassignment(s)")
-                else:
-                    self._print(f"dry run: {len(e.get('topics_to_move', []))} topic(s), {e.get('partitions_to_move', 0)} partition(s) "
-                                "would move; nothing was changed")
-            elif "cancelled" in e:
-                self._print(f"cancelled {e['cancelled']} reassignment(s); {e['left_alone']} not started by kmigrate left alone; "
-                            "kmigrate's throttles removed")
-            else:
-                self._print(f"done in {e['seconds']} s: {e['topics_recorded_now']} topic(s) recorded now, "
-                            f"{e['topics_recorded_total']} in total; {e['partitions_moved']} partition(s) moved "
-                            f"({_bytes(e['bytes_copied'])}); kmigrate's throttles removed")
+            self._print(_done_line(e))
+
+    # events not shown as text: partition-done, foreign-finished, stall-over, submitted, topic-cancelled
+
+
+def _where(e: ev.ThrottleAdopted | ev.ThrottleCleared) -> str:
+    return f"broker {e.broker}" if e.scope == "broker" else f"topic {e.topic}"
+
+
+def _done_line(e: ev.RunDone | ev.CancelDone | ev.CancelDryRun) -> str:
+    if isinstance(e, ev.CancelDryRun):
+        return f"dry run: would cancel {len(e.would_cancel)} reassignment(s)"
+    if isinstance(e, ev.CancelDone):
+        return (f"cancelled {e.cancelled} reassignment(s); {e.left_alone} not started by kmigrate left alone; "
+                "kmigrate's throttles removed")
+    if e.dry_run:
+        return (f"dry run: {len(e.topics_to_move)} topic(s), {e.partitions_to_move} partition(s) "
+                "would move; nothing was changed")
+    return (f"done in {e.seconds} s: {e.topics_recorded_now} topic(s) recorded now, "
+            f"{e.topics_recorded_total} in total; {e.partitions_moved} partition(s) moved "
+            f"({_bytes(e.bytes_copied)}); kmigrate's throttles removed")
 
 
 # ============================================================================ commands
@@ -274,10 +223,9 @@ def partitions(
         from migrate.runner.cancel import cancel_partitions
 
         include_re, exclude_re = compile_topic_filter(topics, exclude)
-        pb, _pl = _load_inputs(playbook, plan)
-        client = _client(bootstrap_server, command_config, pb)
-        book = bookkeeping_topic or (_pl.bookkeeping_topic if _pl else None) or (
-            pb.migration.bookkeeping_topic if pb else None) or DEFAULT_BOOKKEEPING_TOPIC
+        inputs = Inputs.load(playbook, plan)
+        client = inputs.client(bootstrap_server, command_config)
+        book = resolve(inputs, bookkeeping_topic=bookkeeping_topic).bookkeeping_topic
         try:
             cancel_partitions(client, book, render, dry_run=dry_run, include=include_re, exclude=exclude_re)
         finally:
@@ -311,12 +259,10 @@ def status(
     """Where the migration stands, read from the cluster: topics recorded, moves in flight, throttles, replicas left on old brokers."""
     from migrate.runner.status import migration_status
 
-    pb, pl = _load_inputs(playbook, plan)
-    client = _client(bootstrap_server, command_config, pb)
-    the_mapping = parse_mapping(mapping) if mapping else (dict(pl.mapping) if pl else (dict(pb.brokers.mapping) if pb and pb.brokers.mapping else None))
-    plan_id = pl.plan_id if pl else (mapping_plan_id(the_mapping) if the_mapping else None)
-    book = bookkeeping_topic or (pl.bookkeeping_topic if pl else None) or (pb.migration.bookkeeping_topic if pb else None) or DEFAULT_BOOKKEEPING_TOPIC
-    st = migration_status(client, book, plan_id=plan_id, mapping=the_mapping)
+    inputs = Inputs.load(playbook, plan)
+    client = inputs.client(bootstrap_server, command_config)
+    settings = resolve(inputs, mapping=mapping, bookkeeping_topic=bookkeeping_topic)
+    st = migration_status(client, settings.bookkeeping_topic, plan_id=settings.plan_id, mapping=settings.mapping)
     if output == OutputFormat.json:
         emit_json(st)
         return

@@ -17,7 +17,8 @@ from migrate.core.ledger import Ledger, make_record
 from migrate.core.mapping import select_topics
 from migrate.core.moves import errors_line
 from migrate.errors import StepFailed
-from migrate.runner.throttles import Emit, clear_recorded_throttles, now_s
+from migrate.runner.events import CancelDone, CancelDryRun, Cancelled, Emit, LeftAlone, WarningEvent
+from migrate.runner.throttles import clear_recorded_throttles, now_s
 from migrate.runner.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll
 
 NOT_MOVING = "NoReassignmentInProgressError"
@@ -62,23 +63,23 @@ def cancel_partitions(client: ClientSettings, bookkeeping_topic: str, emit: Emit
                 if k in submitted and tuple(f.target) == tuple(submitted[k]) and k[0] in chosen}
         others = sorted(k for k in flights if k not in ours)
         if others:
-            emit({"event": "left-alone", "partitions": [f"{t}-{p}" for t, p in others],
-                  "message": f"{len(others)} reassignment(s) in flight were not started by kmigrate: left alone"})
+            emit(LeftAlone(partitions=[f"{t}-{p}" for t, p in others],
+                           message=f"{len(others)} reassignment(s) in flight were not started by kmigrate: left alone"))
         if dry_run:
-            summary = {"event": "done", "dry_run": True, "would_cancel": [f"{t}-{p}" for t, p in sorted(ours)],
-                       "throttles_recorded": len(ledger.broker_throttles()) + len(ledger.topic_throttles())}
-            emit(summary)
-            return summary
+            dry = CancelDryRun(would_cancel=[f"{t}-{p}" for t, p in sorted(ours)],
+                               throttles_recorded=len(ledger.broker_throttles()) + len(ledger.topic_throttles()))
+            emit(dry)
+            return dry.as_dict()
         left = _cancel_ours(admin, book, ledger, sorted(ours), plan_id, emit, timeout_s) if ours else []
         problems = clear_recorded_throttles(admin, book, ledger, plan_id, emit) if book.exists(admin.admin) else []
         for p in problems:
-            emit({"event": "warning", "message": p})
+            emit(WarningEvent(message=p))
         if left:
             raise StepFailed(f"{len(left)} reassignment(s) are still listed after {timeout_s:.0f} s: "
                              f"{', '.join(f'{t}-{p}' for t, p in left[:5])}; run --cancel again")
-        summary = {"event": "done", "cancelled": len(ours), "left_alone": len(others), "throttle_problems": problems}
-        emit(summary)
-        return summary
+        done = CancelDone(cancelled=len(ours), left_alone=len(others), throttle_problems=problems)
+        emit(done)
+        return done.as_dict()
     finally:
         book.close()
         admin.close()
@@ -96,6 +97,6 @@ def _cancel_ours(admin: ReassignmentAdmin, book: BookkeepingTopic, ledger: Ledge
         by_topic.setdefault(t, []).append(p)
     book.append([make_record(pid, "cancelled", t, now_s(), topic=t, partitions=ps)
                  for t, ps in by_topic.items() for pid in [ledger.plan_of_submission(t) or plan_id]])
-    emit({"event": "cancelled", "partitions": [f"{t}-{p}" for t, p in ours],
-          "message": f"cancelled {len(ours)} reassignment(s); they are back on their original replicas"})
+    emit(Cancelled(partitions=[f"{t}-{p}" for t, p in ours],
+                   message=f"cancelled {len(ours)} reassignment(s); they are back on their original replicas"))
     return left

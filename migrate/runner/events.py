@@ -1,5 +1,10 @@
 """What the runners tell the commands while they work, and the testing hook they share.
 
+Events of ``kmigrate partitions`` (run, ``--cancel``): one frozen dataclass per kind, listed in
+:data:`PARTITION_EVENTS`. A command renders them by type; ``--output json`` writes
+:meth:`Event.as_dict` (the kind under ``"event"`` and the fields; a field left at :data:`OMIT`
+is not written, so each line keeps the keys it always had).
+
 Crash hook: ``KMIGRATE_CRASH_AT=<point>[:<n>]`` makes the process SIGKILL itself the n-th time
 (default the first) it reaches ``crash_point(<point>)``, so tests can kill a run at any line.
 """
@@ -8,6 +13,8 @@ from __future__ import annotations
 
 import os
 import signal
+from dataclasses import dataclass, fields
+from typing import Any, Callable, ClassVar
 
 CRASH_ENV = "KMIGRATE_CRASH_AT"
 
@@ -30,3 +37,307 @@ def crash_point(name: str) -> None:
     """SIGKILL this process at ``name`` when ``$KMIGRATE_CRASH_AT`` asks for it."""
     if crash_wanted(name):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+# ====================================================================== typed events
+
+
+class _Omit:
+    """A field not written to JSON (an event kind whose variants have different keys)."""
+
+    def __repr__(self) -> str:
+        return "OMIT"
+
+
+OMIT: Any = _Omit()
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing a runner tells the command. ``kind`` is the JSON ``"event"`` value."""
+
+    kind: ClassVar[str] = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"event": self.kind}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not OMIT:
+                out[f.name] = value
+        return out
+
+
+Emit = Callable[[Event], None]
+
+
+def _kind(name: str):
+    def mark(cls):
+        cls.kind = name
+        return dataclass(frozen=True)(cls)
+    return mark
+
+
+@_kind("warning")
+class WarningEvent(Event):
+    message: str
+
+
+@_kind("start")
+class Start(Event):
+    plan_id: str
+    mapping: dict[str, int]
+    throttle_bytes_per_s: int
+    bookkeeping_topic: str
+    topics_selected: int
+    topics_recorded: int
+    topics_to_move: int
+    topics_to_record: int
+    partitions_to_move: int
+    bytes_to_copy: int
+    dry_run: bool
+    max_moves_per_broker: int
+    max_moves_cluster: int | None
+
+
+@_kind("would-move")
+class WouldMove(Event):
+    topic: str
+    partitions: list[dict[str, Any]]  # partition, current, target, bytes
+
+
+@_kind("would-record")
+class WouldRecord(Event):
+    topic: str
+
+
+@_kind("foreign-plan")
+class ForeignPlan(Event):
+    plan_id: str
+    topics: int
+    message: str
+
+
+@_kind("bookkeeping-created")
+class BookkeepingCreated(Event):
+    topic: str
+    replicas: list[int]
+
+
+@_kind("resume")
+class Resume(Event):
+    records: int
+    topics_recorded: int
+
+
+@_kind("throttle-set")
+class ThrottleSet(Event):
+    brokers: list[int]
+    rate_bytes_per_s: int
+
+
+@_kind("throttle-adopted")
+class ThrottleAdopted(Event):
+    scope: str  # broker | topic
+    config: str
+    broker: int = OMIT
+    topic: str = OMIT
+    entries: int = OMIT
+
+
+@_kind("throttle-cleared")
+class ThrottleCleared(Event):
+    scope: str  # broker | topic
+    config: str
+    action: str  # removed | restored | absent | left (changed by someone else)
+    broker: int = OMIT
+    topic: str = OMIT
+    entries: int = OMIT
+
+
+@_kind("topic-gone")
+class TopicGone(Event):
+    topic: str
+    message: str
+
+
+@_kind("partition-done")
+class PartitionDone(Event):
+    topic: str
+    partition: int
+    replicas: list[int]
+
+
+@_kind("partition-cancelled")
+class PartitionCancelled(Event):
+    topic: str
+    partition: int
+    replicas: list[int]
+    message: str
+
+
+@_kind("foreign-finished")
+class ForeignFinished(Event):
+    topic: str
+    partition: int
+    replicas: list[int]
+
+
+@_kind("waiting-foreign")
+class WaitingForeign(Event):
+    topic: str
+    partition: int
+    target: list[int]
+    message: str
+
+
+@_kind("held")
+class Held(Event):
+    topic: str
+    partition: int
+    isr: list[int]
+    replicas: list[int]
+    min_isr: int
+    message: str
+
+
+@_kind("isr-short")
+class IsrShort(Event):
+    topic: str
+    partition: int
+    isr: list[int]
+    min_isr: int
+    message: str
+
+
+@_kind("stall")
+class Stall(Event):
+    topic: str
+    partition: int
+    broker: int
+    seconds: float
+    broker_alive: bool
+    bytes: int
+    message: str
+
+
+@_kind("stall-over")
+class StallOver(Event):
+    topic: str
+    partition: int
+    broker: int
+
+
+@_kind("stall-cancelled")
+class StallCancelled(Event):
+    topic: str
+    partitions: list[int]
+    message: str
+
+
+@_kind("adopted")
+class Adopted(Event):
+    partitions: list[dict[str, Any]]  # topic, partition, target
+
+
+@_kind("submitted")
+class Submitted(Event):
+    partitions: list[dict[str, Any]]  # topic, partition, target, bytes
+
+
+@_kind("topic-cancelled")
+class TopicCancelled(Event):
+    topic: str
+    partitions: list[int]
+
+
+@_kind("topic-done")
+class TopicDone(Event):
+    topic: str
+    partitions_moved: int
+    bytes: int
+    seconds: float | None
+    already_on_target: bool
+
+
+@_kind("leaders-not-preferred")
+class LeadersNotPreferred(Event):
+    topic: str
+    partitions: list[dict[str, Any]]  # partition, leader, preferred, error
+    message: str
+
+
+@_kind("progress")
+class Progress(Event):
+    copied_bytes: int
+    total_bytes: int
+    rate_bytes_per_s: int
+    eta_s: float | None
+    in_flight: int
+    topics_left: int
+    topics_recorded: int
+    topics: dict[str, dict[str, Any]]  # topic -> copied_bytes, total_bytes, phase
+
+
+@_kind("discovered")
+class Discovered(Event):
+    topics: list[str]
+    message: str
+
+
+@_kind("aborted")
+class Aborted(Event):
+    error: str
+    in_flight: int
+    throttle_problems: list[str]
+    message: str
+
+
+@_kind("done")
+class RunDone(Event):
+    """The end of a run (or a dry run: then with ``topics_to_move`` and ``partitions_to_move``)."""
+
+    plan_id: str
+    dry_run: bool
+    topics_recorded_now: int
+    topics_recorded_total: int
+    partitions_moved: int
+    bytes_copied: int
+    seconds: float
+    gone: list[str]
+    topics_to_move: list[str] = OMIT
+    partitions_to_move: int = OMIT
+
+
+@_kind("left-alone")
+class LeftAlone(Event):
+    partitions: list[str]
+    message: str
+
+
+@_kind("cancelled")
+class Cancelled(Event):
+    partitions: list[str]
+    message: str
+
+
+@_kind("done")
+class CancelDone(Event):
+    cancelled: int
+    left_alone: int
+    throttle_problems: list[str]
+
+
+@_kind("done")
+class CancelDryRun(Event):
+    would_cancel: list[str]
+    throttles_recorded: int
+    dry_run: bool = True
+
+
+PARTITION_EVENTS: tuple[type[Event], ...] = (
+    WarningEvent, Start, WouldMove, WouldRecord, ForeignPlan, BookkeepingCreated, Resume, ThrottleSet, ThrottleAdopted,
+    ThrottleCleared, TopicGone, PartitionDone, PartitionCancelled, ForeignFinished, WaitingForeign, Held, IsrShort,
+    Stall, StallOver, StallCancelled, Adopted, Submitted, TopicCancelled, TopicDone, LeadersNotPreferred, Progress,
+    Discovered, Aborted, RunDone, LeftAlone, Cancelled, CancelDone, CancelDryRun,
+)
+"""Every event ``kmigrate partitions`` emits, in about the order a run emits them."""

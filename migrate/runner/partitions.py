@@ -55,8 +55,13 @@ from migrate.core.scheduler import SMALL_MOVE_SECONDS, Caps, schedule
 from migrate.core.throttles import fill_throttle_lists
 from migrate.errors import BadInput, StepFailed
 from migrate.runner.cancel import send_cancels, wait_not_in_flight
-from migrate.runner.events import crash_point
-from migrate.runner.throttles import Emit, Throttles, clear_recorded_throttles, now_s
+from migrate.runner.events import (
+    OMIT, Aborted, Adopted, BookkeepingCreated, Discovered, Emit, ForeignFinished, ForeignPlan, Held, IsrShort,
+    LeadersNotPreferred, PartitionCancelled, PartitionDone, Progress, Resume, RunDone, Stall, StallCancelled, StallOver,
+    Start, Submitted, TopicCancelled, TopicDone, TopicGone, WaitingForeign, WarningEvent, WouldMove, WouldRecord,
+    crash_point,
+)
+from migrate.runner.throttles import Throttles, clear_recorded_throttles, now_s
 from migrate.runner.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll
 
 Key = tuple[str, int]  # (topic, partition)
@@ -224,7 +229,7 @@ class PartitionMover:
                 f"{', '.join(map(str, sorted(self.view.live)))}): start them or fix the mapping (--force moves anyway)"
             )
         if missing:
-            self.emit({"event": "warning", "message": f"new broker(s) {missing} are not alive; moves to them will stall (--force)"})
+            self.emit(WarningEvent(message=f"new broker(s) {missing} are not alive; moves to them will stall (--force)"))
         ledger = Ledger([])
         if self.book.exists(self.admin.admin):
             ledger = self.book.read()
@@ -232,10 +237,10 @@ class PartitionMover:
         self.submitted_targets = ledger.submitted(rq.plan_id)
         for counts_topic, n in ledger.moved_counts(rq.plan_id).items():
             if n > 1:
-                self.emit({"event": "warning", "message": f"topic {counts_topic} is recorded {n} times by plan {rq.plan_id}"})
+                self.emit(WarningEvent(message=f"topic {counts_topic} is recorded {n} times by plan {rq.plan_id}"))
         for other, topics in sorted(ledger.foreign_moved(rq.plan_id).items()):
-            self.emit({"event": "foreign-plan", "plan_id": other, "topics": len(topics),
-                       "message": f"{len(topics)} topic(s) recorded by another plan ({other}): not trusted, checked again"})
+            self.emit(ForeignPlan(plan_id=other, topics=len(topics),
+                                  message=f"{len(topics)} topic(s) recorded by another plan ({other}): not trusted, checked again"))
         all_topics = self.admin.describe(None)
         all_topics.pop(rq.bookkeeping_topic, None)
         if rq.include is not None and not select_topics(all_topics, rq.include, None):
@@ -246,30 +251,30 @@ class PartitionMover:
                        and any(set(p.replicas) & old for p in all_topics[t].partitions))
         if stale:  # recreated, or partitions added, after it was recorded: the record no longer holds
             self.recorded -= set(stale)
-            self.emit({"event": "warning", "message": f"{len(stale)} recorded topic(s) have replicas on old brokers "
-                                                      f"again ({', '.join(stale[:5])}): moving them again"})
+            self.emit(WarningEvent(message=f"{len(stale)} recorded topic(s) have replicas on old brokers "
+                                                      f"again ({', '.join(stale[:5])}): moving them again"))
         flights = self.admin.list_reassignments()
         self._plan_topics([all_topics[t] for t in selected if t not in self.recorded], flights)
         if not rq.force:
             self._precheck(flights)
         moves = [m for tr in self.topics.values() for m in tr.moves.values()]
-        self.emit({
-            "event": "start", "plan_id": rq.plan_id, "mapping": {str(k): v for k, v in sorted(rq.mapping.items())},
-            "throttle_bytes_per_s": rq.throttle_bytes_per_s, "bookkeeping_topic": rq.bookkeeping_topic,
-            "topics_selected": len(selected), "topics_recorded": len([t for t in selected if t in self.recorded]),
-            "topics_to_move": len([t for t in self.topics.values() if t.moves]),
-            "topics_to_record": len(self.topics), "partitions_to_move": len(moves),
-            "bytes_to_copy": sum(m.bytes_to_copy for m in moves), "dry_run": rq.dry_run,
-            "max_moves_per_broker": rq.caps.per_broker, "max_moves_cluster": rq.caps.cluster,
-        })
+        self.emit(Start(
+            plan_id=rq.plan_id, mapping={str(k): v for k, v in sorted(rq.mapping.items())},
+            throttle_bytes_per_s=rq.throttle_bytes_per_s, bookkeeping_topic=rq.bookkeeping_topic,
+            topics_selected=len(selected), topics_recorded=len([t for t in selected if t in self.recorded]),
+            topics_to_move=len([t for t in self.topics.values() if t.moves]),
+            topics_to_record=len(self.topics), partitions_to_move=len(moves),
+            bytes_to_copy=sum(m.bytes_to_copy for m in moves), dry_run=rq.dry_run,
+            max_moves_per_broker=rq.caps.per_broker, max_moves_cluster=rq.caps.cluster,
+        ))
         if rq.dry_run:
             for tr in sorted(self.topics.values(), key=lambda t: t.name):
                 if not tr.moves:
-                    self.emit({"event": "would-record", "topic": tr.name})
+                    self.emit(WouldRecord(topic=tr.name))
                     continue
-                self.emit({"event": "would-move", "topic": tr.name, "partitions": [
+                self.emit(WouldMove(topic=tr.name, partitions=[
                     {"partition": m.partition, "current": list(m.current), "target": list(m.target), "bytes": m.size_bytes}
-                    for m in sorted(tr.moves.values(), key=lambda m: m.partition)]})
+                    for m in sorted(tr.moves.values(), key=lambda m: m.partition)]))
         return ledger
 
     def _plan_topics(self, topics: list[Topic], flights: Mapping[tuple[str, int], InFlight]) -> list[str]:
@@ -296,7 +301,7 @@ class PartitionMover:
             if key[0] in names_set and self.submitted_targets.get(key) == tuple(f.target):
                 targets[key] = tuple(f.target)
         for w in warnings:
-            self.emit({"event": "warning", "message": w})
+            self.emit(WarningEvent(message=w))
         names = [t.name for t in source]
         self.view.min_isr.update({t: int(c.get("min.insync.replicas", "1") or 1)
                              for t, c in self.admin.topic_configs(names, ("min.insync.replicas",)).items()})
@@ -368,7 +373,7 @@ class PartitionMover:
         new_live = [b for b in sorted(set(rq.mapping.values())) if b in self.view.live]
         self.changed = True
         if self.book.ensure(self.admin.admin, new_live):
-            self.emit({"event": "bookkeeping-created", "topic": rq.bookkeeping_topic, "replicas": new_live[:3]})
+            self.emit(BookkeepingCreated(topic=rq.bookkeeping_topic, replicas=new_live[:3]))
         self.book.warm()
         plans = ledger.plans()
         mapping_doc = {str(k): v for k, v in sorted(rq.mapping.items())}
@@ -379,9 +384,9 @@ class PartitionMover:
         problems = clear_recorded_throttles(self.admin, self.book, ledger, rq.plan_id, self.emit,
                                             adopt=self.throttles, keep_topics=frozenset(self.topics))
         for p in problems:
-            self.emit({"event": "warning", "message": p})
+            self.emit(WarningEvent(message=p))
         if rq.resume:
-            self.emit({"event": "resume", "records": len(ledger.records), "topics_recorded": len(self.recorded)})
+            self.emit(Resume(records=len(ledger.records), topics_recorded=len(self.recorded)))
         # No throttle is set up front: each topic's lists are written with its first submission
         # (see _throttle_for), so the first moves start after a few config writes, not after one
         # per topic of the whole run (each is a ZooKeeper write in the controller).
@@ -407,7 +412,7 @@ class PartitionMover:
                 if now - silent_since > UNANSWERED_LOOK_S:
                     raise StepFailed(f"the cluster has not answered for {now - silent_since:.0f} s ({exc}): check the "
                                      "brokers, then run kmigrate partitions --resume") from None
-                self.emit({"event": "warning", "message": f"the cluster did not answer ({exc}); looking again"})
+                self.emit(WarningEvent(message=f"the cluster did not answer ({exc}); looking again"))
                 self.clock.sleep(rq.poll_interval_s)
                 continue
             silent_since = None
@@ -439,7 +444,7 @@ class PartitionMover:
                     self.flights.ours.pop(key)
                 self.book.append(self.throttles.forget_topic(tr.name))
                 self.dirty.discard(tr.name)
-                self.emit({"event": "topic-gone", "topic": tr.name, "message": f"topic {tr.name} was deleted meanwhile"})
+                self.emit(TopicGone(topic=tr.name, message=f"topic {tr.name} was deleted meanwhile"))
 
     def _check_finished(self, flights, described, now: float, grace_s: float) -> None:
         changed: set[str] = set()
@@ -459,7 +464,7 @@ class PartitionMover:
                 changed.add(t)
                 for b in m.adding:
                     self.watch.progress.pop((t, p, b), None)
-                self.emit({"event": "partition-done", "topic": t, "partition": p, "replicas": list(tp.replicas)})
+                self.emit(PartitionDone(topic=t, partition=p, replicas=list(tp.replicas)))
             elif now - self.flights.suspect.setdefault(key, now) >= grace_s:
                 # not listed and not on target for grace_s in a row (metadata lags a moment after a
                 # move ends; a new controller lists nothing for a moment): someone cancelled it
@@ -469,9 +474,9 @@ class PartitionMover:
                 self.flights.cancelled.append(key)
                 changed.add(t)
                 self.halted = "reassignments were cancelled outside this run (kmigrate partitions --cancel?)"
-                self.emit({"event": "partition-cancelled", "topic": t, "partition": p, "replicas": list(tp.replicas),
-                           "message": f"{t}-{p} is no longer moving and is not on its target {list(m.target)}: "
-                                      "cancelled outside this run; it is left where it is"})
+                self.emit(PartitionCancelled(topic=t, partition=p, replicas=list(tp.replicas),
+                                             message=f"{t}-{p} is no longer moving and is not on its target {list(m.target)}: "
+                                      "cancelled outside this run; it is left where it is"))
         self.dirty |= changed
 
     def _check_foreign(self, flights, described) -> None:
@@ -491,7 +496,7 @@ class PartitionMover:
             else:
                 old = tr.moves.get(p)
                 tr.moves[p] = PartitionMove(t, p, tuple(tp.replicas), tuple(target), old.size_bytes if old else 0)
-            self.emit({"event": "foreign-finished", "topic": t, "partition": p, "replicas": list(tp.replicas)})
+            self.emit(ForeignFinished(topic=t, partition=p, replicas=list(tp.replicas)))
 
     def _measure(self, now: float) -> None:
         """Sizes of the replicas being added; stall detection."""
@@ -521,10 +526,10 @@ class PartitionMover:
             tr = self.topics[t]
             tr.phase = advance(tr.phase, TopicPhase.stalled)
             since = now - self.watch.progress[(t, p, b)].changed_at_s
-            self.emit({"event": "stall", "topic": t, "partition": p, "broker": b, "seconds": round(since, 1),
-                       "broker_alive": b in self.view.live, "bytes": self.watch.progress[(t, p, b)].bytes,
-                       "message": f"{t}-{p}: new replica on broker {b} has made no progress for {since:.0f} s"
-                                  f"{'' if b in self.view.live else ' (broker is not alive)'}"})
+            self.emit(Stall(topic=t, partition=p, broker=b, seconds=round(since, 1), broker_alive=b in self.view.live,
+                            bytes=self.watch.progress[(t, p, b)].bytes,
+                            message=f"{t}-{p}: new replica on broker {b} has made no progress for {since:.0f} s"
+                                  f"{'' if b in self.view.live else ' (broker is not alive)'}"))
         # a replica that moves again is no longer reported as stalled
         for k in list(self.watch.reported_stalls):
             if k in self.watch.progress and k not in stalled:
@@ -532,7 +537,7 @@ class PartitionMover:
                 tr = self.topics[k[0]]
                 if tr.phase == TopicPhase.stalled and not any(s[0] == k[0] for s in self.watch.reported_stalls):
                     tr.phase = advance(tr.phase, TopicPhase.moving)
-                self.emit({"event": "stall-over", "topic": k[0], "partition": k[1], "broker": k[2]})
+                self.emit(StallOver(topic=k[0], partition=k[1], broker=k[2]))
         if rq.on_stall == "cancel" and fresh:
             self._cancel_stalled(sorted({(t, p) for t, p, _ in fresh}))
 
@@ -554,8 +559,8 @@ class PartitionMover:
         self.throttles.sync({t: self.flights.of_topic(t) for t in by_topic}, records)
         self.dirty -= set(by_topic)
         for t, ps in by_topic.items():
-            self.emit({"event": "stall-cancelled", "topic": t, "partitions": ps,
-                       "message": f"{t}: cancelled stalled partition(s) {ps}; they are back on their original replicas"})
+            self.emit(StallCancelled(topic=t, partitions=ps,
+                                     message=f"{t}: cancelled stalled partition(s) {ps}; they are back on their original replicas"))
 
     def _check_isr(self, described: Mapping[str, Topic]) -> None:
         for (t, p), m in self.flights.ours.items():
@@ -565,8 +570,8 @@ class PartitionMover:
             need = min(self.view.min_isr.get(t, 1), len(m.current))
             if len(tp.isr) < need and (t, p) not in self.reported.isr:
                 self.reported.isr.add((t, p))
-                self.emit({"event": "isr-short", "topic": t, "partition": p, "isr": list(tp.isr), "min_isr": need,
-                           "message": f"{t}-{p}: only {len(tp.isr)} in-sync replica(s) while moving (min.insync.replicas {need})"})
+                self.emit(IsrShort(topic=t, partition=p, isr=list(tp.isr), min_isr=need,
+                                   message=f"{t}-{p}: only {len(tp.isr)} in-sync replica(s) while moving (min.insync.replicas {need})"))
             elif len(tp.isr) >= need:
                 self.reported.isr.discard((t, p))
 
@@ -593,7 +598,7 @@ class PartitionMover:
                 if added:
                     for p, target in added.items():
                         tr.moves[p] = PartitionMove(tr.name, p, tuple(partition_of(t, p).replicas), tuple(target), 0)
-                    self.emit({"event": "warning", "message": f"{tr.name}: partition(s) {sorted(added)} appeared meanwhile; moving them too"})
+                    self.emit(WarningEvent(message=f"{tr.name}: partition(s) {sorted(added)} appeared meanwhile; moving them too"))
                     continue
             if wrong:
                 for p in wrong:  # metadata not yet up to date, or moved back by someone: plan again
@@ -606,7 +611,7 @@ class PartitionMover:
             for tr in cancelled:
                 tr.phase = TopicPhase.cancelled
                 self.dirty.discard(tr.name)
-                self.emit({"event": "topic-cancelled", "topic": tr.name, "partitions": sorted(tr.cancelled)})
+                self.emit(TopicCancelled(topic=tr.name, partitions=sorted(tr.cancelled)))
         if ready:
             crash_point("after-complete-before-record")
             self._finish_topics(ready)
@@ -640,13 +645,13 @@ class PartitionMover:
             self.recorded.add(tr.name)
             self.dirty.discard(tr.name)
             seconds = None if tr.started_s is None else round(self.clock.now() - tr.started_s, 1)
-            self.emit({"event": "topic-done", "topic": tr.name, "partitions_moved": len(tr.moves),
-                       "bytes": sum(m.bytes_to_copy for m in tr.moves.values()), "seconds": seconds,
-                       "already_on_target": not tr.moves or tr.started_s is None})
+            self.emit(TopicDone(topic=tr.name, partitions_moved=len(tr.moves),
+                                bytes=sum(m.bytes_to_copy for m in tr.moves.values()), seconds=seconds,
+                                already_on_target=not tr.moves or tr.started_s is None))
             if tr.name in leaders_bad:
-                self.emit({"event": "leaders-not-preferred", "topic": tr.name, "partitions": leaders_bad[tr.name],
-                           "message": f"{tr.name}: {len(leaders_bad[tr.name])} partition(s) kept a leader that is not the "
-                                      "first new replica; run kafka-leader-election --election-type PREFERRED later"})
+                self.emit(LeadersNotPreferred(topic=tr.name, partitions=leaders_bad[tr.name],
+                                              message=f"{tr.name}: {len(leaders_bad[tr.name])} partition(s) kept a leader that is not the "
+                                      "first new replica; run kafka-leader-election --election-type PREFERRED later"))
 
     def _submit(self, flights: Mapping[Key, InFlight], described: Mapping[str, Topic]) -> None:
         """Adopt the moves in flight to our targets, then submit what the scheduler admits."""
@@ -657,8 +662,8 @@ class PartitionMover:
         if adopted:
             self._throttle_for(adopted, [])
             self._moving(adopted, self.clock.now())
-            self.emit({"event": "adopted", "partitions": [{"topic": m.topic, "partition": m.partition, "target": list(m.target)}
-                                                           for m in adopted]})
+            self.emit(Adopted(partitions=[{"topic": m.topic, "partition": m.partition, "target": list(m.target)}
+                                                           for m in adopted]))
         chosen = self._few_new_topics(schedule(pending, list(self.flights.ours.values()), self.rq.caps, frozenset(held)))
         if not chosen:
             self._sync_dirty()
@@ -690,16 +695,15 @@ class PartitionMover:
                     adopted.append(PartitionMove(m.topic, p, flights[key].original, m.target, m.size_bytes))
                 elif d == Decision.wait:
                     self.flights.foreign[key] = flights[key]
-                    self.emit({"event": "waiting-foreign", "topic": tr.name, "partition": p,
-                               "target": list(flights[key].target),
-                               "message": f"{tr.name}-{p} is being moved to {list(flights[key].target)} by someone else: waiting"})
+                    self.emit(WaitingForeign(topic=tr.name, partition=p, target=list(flights[key].target),
+                                             message=f"{tr.name}-{p} is being moved to {list(flights[key].target)} by someone else: waiting"))
                 elif d == Decision.hold:
                     held.add(key)
                     if key not in self.reported.held:
                         self.reported.held.add(key)
-                        self.emit({"event": "held", "topic": tr.name, "partition": p, "isr": list(tp.isr),
-                                   "replicas": list(tp.replicas), "min_isr": self.view.min_isr.get(tr.name, 1),
-                                   "message": f"{tr.name}-{p}: ISR {list(tp.isr)} is short; not moving it until it recovers"})
+                        self.emit(Held(topic=tr.name, partition=p, isr=list(tp.isr), replicas=list(tp.replicas),
+                                       min_isr=self.view.min_isr.get(tr.name, 1),
+                                       message=f"{tr.name}-{p}: ISR {list(tp.isr)} is short; not moving it until it recovers"))
                 else:
                     self.reported.held.discard(key)
                     pending.append(PartitionMove(m.topic, p, tuple(tp.replicas), m.target, m.size_bytes))
@@ -731,8 +735,8 @@ class PartitionMover:
         if bad:  # refused partitions of vanished topics: their entries go
             self.dirty |= {k[0] for k in bad}
             self._sync_dirty()
-        self.emit({"event": "submitted", "partitions": [{"topic": m.topic, "partition": m.partition, "target": list(m.target),
-                                                         "bytes": m.bytes_to_copy} for m in chosen if m.key in self.flights.ours]})
+        self.emit(Submitted(partitions=[{"topic": m.topic, "partition": m.partition, "target": list(m.target),
+                                                         "bytes": m.bytes_to_copy} for m in chosen if m.key in self.flights.ours]))
         crash_point("after-submit")
 
     def _few_new_topics(self, chosen: Iterable[PartitionMove]) -> list[PartitionMove]:
@@ -798,10 +802,10 @@ class PartitionMover:
             copied_all += tc
         self.watch.rate = self.watch.rate.add(now, copied_all)
         eta = self.watch.rate.eta_s(total - copied_all)
-        self.emit({"event": "progress", "copied_bytes": copied_all, "total_bytes": total,
-                   "rate_bytes_per_s": round(self.watch.rate.bytes_per_s), "eta_s": None if eta is None else round(eta, 1),
-                   "in_flight": len(self.flights.ours), "topics_left": len(self._active()),
-                   "topics_recorded": len(self.recorded), "topics": per_topic})
+        self.emit(Progress(copied_bytes=copied_all, total_bytes=total,
+                           rate_bytes_per_s=round(self.watch.rate.bytes_per_s),
+                           eta_s=None if eta is None else round(eta, 1), in_flight=len(self.flights.ours),
+                           topics_left=len(self._active()), topics_recorded=len(self.recorded), topics=per_topic))
 
     # --------------------------------------------------------------- discover
     def _discover(self, again: bool) -> bool:
@@ -820,8 +824,8 @@ class PartitionMover:
         self.view.live = self.admin.live_brokers()
         self.view.brokers = self.admin.brokers()
         self._plan_topics([all_topics[t] for t in fresh], flights)
-        self.emit({"event": "discovered", "topics": fresh,
-                   "message": f"{len(fresh)} topic(s) appeared during the run: {', '.join(fresh[:5])}"})
+        self.emit(Discovered(topics=fresh,
+                             message=f"{len(fresh)} topic(s) appeared during the run: {', '.join(fresh[:5])}"))
         return True
 
     # ----------------------------------------------------------------- finish
@@ -830,7 +834,7 @@ class PartitionMover:
         problems = self._clear_all()
         self.changed = False  # throttles are cleared: nothing left to clean on the way out
         for p in problems:
-            self.emit({"event": "warning", "message": p})
+            self.emit(WarningEvent(message=p))
         if self.halted:
             left = sorted(t.name for t in self._active())
             raise StepFailed(
@@ -855,29 +859,29 @@ class PartitionMover:
             if not self.book.exists(self.admin.admin):
                 return
             problems = self._clear_all()
-            self.emit({"event": "aborted", "error": getattr(exc, "message", None) or repr(exc),
-                       "in_flight": len(self.flights.ours), "throttle_problems": problems,
-                       "message": "throttles removed; reassignments in flight continue unthrottled "
-                                  "(kmigrate partitions --cancel stops them, --resume adopts them)"})
+            self.emit(Aborted(error=getattr(exc, "message", None) or repr(exc), in_flight=len(self.flights.ours),
+                              throttle_problems=problems,
+                              message="throttles removed; reassignments in flight continue unthrottled "
+                                  "(kmigrate partitions --cancel stops them, --resume adopts them)"))
         except Exception as cleanup_exc:  # report both; the first error stays the one raised
-            self.emit({"event": "warning", "message": f"removing throttles after the error failed too: {cleanup_exc}; "
-                                                      "run kmigrate partitions --resume or --cancel to remove them"})
+            self.emit(WarningEvent(message=f"removing throttles after the error failed too: {cleanup_exc}; "
+                                                      "run kmigrate partitions --resume or --cancel to remove them"))
 
     def _summary(self, dry_run: bool = False) -> dict[str, Any]:
-        recorded = sorted(t.name for t in self.topics.values() if t.phase == TopicPhase.recorded)
-        summary = {
-            "event": "done", "plan_id": self.rq.plan_id, "dry_run": dry_run,
-            "topics_recorded_now": len(recorded), "topics_recorded_total": len(self.recorded),
-            "partitions_moved": sum(len(t.moves) for t in self.topics.values() if t.phase == TopicPhase.recorded),
-            "bytes_copied": sum(m.bytes_to_copy for t in self.topics.values() if t.phase == TopicPhase.recorded for m in t.moves.values()),
-            "seconds": round(self.clock.now() - self.started_s, 1),
-            "gone": sorted(t.name for t in self.topics.values() if t.phase == TopicPhase.gone),
-        }
-        if dry_run:
-            summary["topics_to_move"] = sorted(t.name for t in self.topics.values() if t.moves)
-            summary["partitions_to_move"] = sum(len(t.moves) for t in self.topics.values())
+        """Emit the run's :class:`RunDone` and return it as a dict."""
+        recorded = [t for t in self.topics.values() if t.phase == TopicPhase.recorded]
+        summary = RunDone(
+            plan_id=self.rq.plan_id, dry_run=dry_run,
+            topics_recorded_now=len(recorded), topics_recorded_total=len(self.recorded),
+            partitions_moved=sum(len(t.moves) for t in recorded),
+            bytes_copied=sum(m.bytes_to_copy for t in recorded for m in t.moves.values()),
+            seconds=round(self.clock.now() - self.started_s, 1),
+            gone=sorted(t.name for t in self.topics.values() if t.phase == TopicPhase.gone),
+            topics_to_move=sorted(t.name for t in self.topics.values() if t.moves) if dry_run else OMIT,
+            partitions_to_move=sum(len(t.moves) for t in self.topics.values()) if dry_run else OMIT,
+        )
         self.emit(summary)
-        return summary
+        return summary.as_dict()
 
 
 def run_partitions(request: PartitionsRequest, emit: Emit) -> dict[str, Any]:

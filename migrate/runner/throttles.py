@@ -16,13 +16,13 @@ from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.kafka import ReassignmentAdmin
 from migrate.core.ledger import Ledger, Record, make_record
 from migrate.core.moves import PartitionMove
+from migrate.runner.events import Emit, ThrottleAdopted, ThrottleCleared, ThrottleSet, WarningEvent
 from migrate.core.throttles import (
     BROKER_THROTTLE_CONFIGS, FOLLOWER_REPLICAS, LEADER_REPLICAS, MAX_THROTTLE_CONFIG_CHARS, TOPIC_THROTTLE_CONFIGS,
     broker_rate_removal, entries_to_append, list_change, list_operation, list_removal, parse_entries,
     throttle_entries,
 )
 
-Emit = Callable[[dict[str, Any]], None]
 TopicOps = dict[str, list[tuple[str, str, str | None]]]
 
 
@@ -96,9 +96,9 @@ class Throttles:
         if todo:
             failed = failed or {}
             for b, why in sorted(failed.items()):  # retried on the next moves that need it
-                self.emit({"event": "warning", "message": f"cannot set the throttle on broker {b}: {why}"})
+                self.emit(WarningEvent(message=f"cannot set the throttle on broker {b}: {why}"))
             self.brokers.update(b for b in todo if b not in failed)
-            self.emit({"event": "throttle-set", "brokers": [b for b in todo if b not in failed], "rate_bytes_per_s": int(self.rate)})
+            self.emit(ThrottleSet(brokers=[b for b in todo if b not in failed], rate_bytes_per_s=int(self.rate)))
 
     def _changes(self, wanted_by_topic: Mapping[str, list[PartitionMove]]
                  ) -> dict[tuple[str, str], tuple[set[str], set[str], set[str]]]:
@@ -186,7 +186,7 @@ def _clear_broker_rates(admin: ReassignmentAdmin, ledger: Ledger, plan_id: str, 
         if adopt is not None and now == rec["value"] == adopt.rate:
             if all(current[b].get(c) == adopt.rate and (b, c) in brokers for c in BROKER_THROTTLE_CONFIGS):
                 adopt.brokers.add(b)
-            emit({"event": "throttle-adopted", "scope": "broker", "broker": b, "config": cfg})
+            emit(ThrottleAdopted(scope="broker", broker=b, config=cfg))
             continue
         action, restore = broker_rate_removal(now, rec["value"], rec["prior"])
         if restore:
@@ -199,7 +199,7 @@ def _clear_broker_rates(admin: ReassignmentAdmin, ledger: Ledger, plan_id: str, 
         if b in failed:
             continue  # still recorded as set: a later run tries again
         records.append(make_record(plan_id, "throttle-cleared", f"{b}/{cfg}", now_s(), scope="broker", broker=b, config=cfg))
-        emit({"event": "throttle-cleared", "scope": "broker", "broker": b, "config": cfg, "action": action})
+        emit(ThrottleCleared(scope="broker", broker=b, config=cfg, action=action))
     return records, problems
 
 
@@ -217,13 +217,13 @@ def _clear_topic_lists(admin: ReassignmentAdmin, ledger: Ledger, plan_id: str, e
         if adopt is not None and t in keep_topics:
             adopt.ours[(t, cfg)] = ours
             if ours:
-                emit({"event": "throttle-adopted", "scope": "topic", "topic": t, "config": cfg, "entries": len(ours)})
+                emit(ThrottleAdopted(scope="topic", topic=t, config=cfg, entries=len(ours)))
             continue
         op = list_removal(present, entries)
         if op is not None:
             ops.setdefault(t, []).append((cfg, *op))
         records.append(make_record(plan_id, "throttle-cleared", f"{t}/{cfg}", now_s(), scope="topic", topic=t, config=cfg))
-        emit({"event": "throttle-cleared", "scope": "topic", "topic": t, "config": cfg,
-              "action": "absent" if op is None else "removed", "entries": len(ours)})
+        emit(ThrottleCleared(scope="topic", topic=t, config=cfg, action="absent" if op is None else "removed",
+                             entries=len(ours)))
     admin.alter_topic_configs(ops)
     return records
