@@ -13,22 +13,9 @@ partitions.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from migrate.adapters.spark import collect
-from migrate.core.snapshot import Digest, Tail
-
-
-@dataclass(frozen=True)
-class ReadRange:
-    """Read ``[read_from, end)`` of one partition; digest ``[read_from, read_to)``, count the rest (the tail)."""
-
-    topic: str
-    partition: int
-    read_from: int
-    read_to: int
-    end: int
-    compacted: bool = False
+from migrate.core.snapshot import Digest, ReadRange, Tail
 
 
 # The Kafka consumer settings of every read (a user's --command-config may override them).

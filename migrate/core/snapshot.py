@@ -8,7 +8,8 @@ Per partition, records are read from ``read_from`` up to ``read_to`` (exclusive)
 that range. Records between ``read_to`` and ``end_offset`` (the end captured when the snapshot was
 taken) are the *tail*: counted, not hashed. A fresh snapshot has ``read_to == end_offset``; one taken
 against an earlier snapshot (``like``) reads up to that snapshot's ends, so both cover the same
-offsets and whatever was produced since is the tail.
+offsets and whatever was produced since is the tail. :func:`plan_ranges` decides those ranges
+(``ReadRange``) from the offsets captured now and the earlier snapshot, if any.
 
 A compacted topic's digest is its table: for every key, the last record with that key in the range,
 tombstones left out. Compaction never changes that, so a cleaner run between two reads is no
@@ -153,6 +154,40 @@ class Snapshot:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
+
+
+@dataclass(frozen=True)
+class ReadRange:
+    """Read ``[read_from, end)`` of one partition; digest ``[read_from, read_to)``, count the rest (the tail)."""
+
+    topic: str
+    partition: int
+    read_from: int
+    read_to: int
+    end: int
+    compacted: bool = False
+
+
+def plan_ranges(partitions: list[tuple[str, int]], offsets: dict[tuple[str, int], tuple[int, int]],
+                compacted: set[str], like: Snapshot | None = None) -> list[ReadRange]:
+    """What to read of each partition.
+
+    Fresh: ``[log start, end)``. Against an earlier snapshot: from that snapshot's ``read_from`` (or
+    the log start now, when records were deleted below it) up to its ``read_to``, and on to the end
+    captured now as the tail. The compacted flag is the earlier snapshot's, so both digest alike.
+    """
+    ref = like.partition_map() if like else {}
+    out = []
+    for tp in partitions:
+        log_start, end = offsets[tp]
+        r = ref.get(tp)
+        if r is None:
+            out.append(ReadRange(tp[0], tp[1], log_start, end, end, tp[0] in compacted))
+            continue
+        read_from = max(r.read_from, log_start)
+        read_to = max(read_from, min(r.read_to, end))
+        out.append(ReadRange(tp[0], tp[1], read_from, read_to, max(end, read_to), r.compacted))
+    return out
 
 
 _INT = {"type": "integer"}

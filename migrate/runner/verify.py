@@ -16,17 +16,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from migrate.adapters.spark import SparkSettings, parse_spark_conf, preflight_unless_running, spark_session
-from migrate.adapters.spark_job import ReadRange, digest_first_records, digest_ranges
+from migrate.adapters.spark_job import digest_first_records, digest_ranges
 from migrate.files import client_settings
 from migrate.core.compare import Report, compare_cross, compare_same, prefix_requests
-from migrate.core.snapshot import ISOLATION_LEVELS, PartitionSnapshot, Snapshot, select_topics, snapshot_from_json
+from migrate.core.snapshot import (ISOLATION_LEVELS, PartitionSnapshot, ReadRange, Snapshot, plan_ranges, select_topics,
+                                   snapshot_from_json)
 from migrate.errors import BadInput
 
 if TYPE_CHECKING:  # confluent-kafka loads when a command reads a cluster, not when the CLI starts
     from migrate.adapters.offsets import KafkaSide
 
-__all__ = ["Scope", "SparkSettings", "check_writable", "compare_with_cluster", "kafka_side", "plan_ranges",
-           "read_snapshot", "spark_session", "spark_settings", "take_snapshot", "verify_clusters", "write_snapshot"]
+__all__ = ["Scope", "SparkSettings", "check_writable", "compare_with_cluster", "kafka_side", "read_snapshot",
+           "spark_session", "spark_settings", "take_snapshot", "verify_clusters", "write_snapshot"]
 
 Progress = Callable[[str], None]
 
@@ -94,28 +95,6 @@ def kafka_side(bootstrap: str, command_config: Path | None, timeout_ms: int) -> 
 def _check_isolation(level: str) -> None:
     if level not in ISOLATION_LEVELS:
         raise BadInput(f"--isolation-level {level!r}: choose read_committed or read_uncommitted")
-
-
-def plan_ranges(partitions: list[tuple[str, int]], offsets: dict[tuple[str, int], tuple[int, int]],
-                compacted: set[str], like: Snapshot | None = None) -> list[ReadRange]:
-    """What to read of each partition. Pure.
-
-    Fresh: ``[log start, end)``. Against an earlier snapshot: from that snapshot's ``read_from`` (or
-    the log start now, when records were deleted below it) up to its ``read_to``, and on to the end
-    captured now as the tail. The compacted flag is the earlier snapshot's, so both digest alike.
-    """
-    ref = like.partition_map() if like else {}
-    out = []
-    for tp in partitions:
-        log_start, end = offsets[tp]
-        r = ref.get(tp)
-        if r is None:
-            out.append(ReadRange(tp[0], tp[1], log_start, end, end, tp[0] in compacted))
-            continue
-        read_from = max(r.read_from, log_start)
-        read_to = max(read_from, min(r.read_to, end))
-        out.append(ReadRange(tp[0], tp[1], read_from, read_to, max(end, read_to), r.compacted))
-    return out
 
 
 def _snapshot(side: KafkaSide, spark, partitions: list[tuple[str, int]], compacted: set[str],

@@ -390,8 +390,8 @@ GOLDEN_DIGESTS = {
 
 
 def test_record_digests_are_those_earlier_versions_wrote(cluster, spark, bs):
-    from migrate.adapters.spark_job import ReadRange, digest_ranges
-    from migrate.core.snapshot import FORMAT_VERSION
+    from migrate.adapters.spark_job import digest_ranges
+    from migrate.core.snapshot import FORMAT_VERSION, ReadRange
 
     topic = unique_topic("golden")
     create(bs, topic, 1, {"retention.ms": "-1"}, rf=1)  # the 2023 timestamps below are past any time retention

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from migrate.errors import BadInput
 from migrate.core.compare import compare_cross, compare_same, prefix_requests
-from migrate.runner.verify import plan_ranges
+from migrate.core.snapshot import plan_ranges
 from migrate.core.snapshot import Digest, PartitionSnapshot, Snapshot, Tail
 
 
