@@ -126,30 +126,37 @@ class BookkeepingTopic:
         read as empty: an empty ledger would make a run forget what it recorded."""
         from confluent_kafka import KafkaException, TopicPartition
 
-        deadline = time.monotonic() + max(self.timeout_s, 30.0)
-        while True:
+        from migrate.runner.waiting import poll
+
+        absent = object()
+        why: list[str | None] = [None]
+
+        def look():
             t = consumer.list_topics(timeout=self.timeout_s).topics.get(self.topic)
             if t is None:
-                return None
-            why = str(t.error) if t.error is not None else None
-            if why is None and not t.partitions:
-                why = "no partitions in the metadata"
-            if why is None:
-                bad = [p for p, pm in t.partitions.items() if pm.leader < 0]
-                why = f"partition {bad[0]} has no leader" if bad else None
-            if why is None:
+                return absent
+            reason = str(t.error) if t.error is not None else None
+            if reason is None and not t.partitions:
+                reason = "no partitions in the metadata"
+            if reason is None and not every_partition_led(t):
+                reason = f"partition {[p for p, pm in t.partitions.items() if pm.leader < 0][0]} has no leader"
+            if reason is None:
                 try:
                     out = {p: consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=self.timeout_s)
                            for p in t.partitions}
                 except KafkaException as exc:  # a leader not ready yet (NOT_LEADER_FOR_PARTITION), a timeout
-                    out, why = {}, str(exc)
+                    out, reason = {}, str(exc)
                 bad = [p for p, (lo, hi) in out.items() if lo < 0 or hi < 0]
-                if why is None and not bad:
+                if reason is None and not bad:
                     return out
-                why = why or f"partition {bad[0]} has no offsets yet"
-            if time.monotonic() > deadline:
-                raise StepFailed(f"cannot read the bookkeeping topic {self.topic}: {why}; check its brokers, then run again")
-            time.sleep(0.5)
+                reason = reason or f"partition {bad[0]} has no offsets yet"
+            why[0] = reason
+            return None
+
+        got = poll(look, timeout_s=max(self.timeout_s, 30.0), interval_s=0.5)
+        if got is None:
+            raise StepFailed(f"cannot read the bookkeeping topic {self.topic}: {why[0]}; check its brokers, then run again")
+        return None if got is absent else got
 
     # ------------------------------------------------------------------- write
     def append(self, records: Iterable[Record], wait: bool = True) -> None:
@@ -203,16 +210,18 @@ class BookkeepingTopic:
         """Give the writer the topic's leader now (waiting for it up to 10 s), so the first write
         does not wait: a producer that writes to a topic it has no metadata for (a topic just
         created) waits for its next metadata refresh, about a second."""
+        from migrate.runner.waiting import poll
+
         producer = self._ensure_producer()
-        deadline = time.monotonic() + min(self.timeout_s, 10.0)
-        while time.monotonic() < deadline:
+
+        def led() -> bool:
             try:
                 t = producer.list_topics(self.topic, timeout=min(self.timeout_s, 5.0)).topics.get(self.topic)
             except Exception:  # the first write will find out, with its own error
-                return
-            if every_partition_led(t):
-                return
-            time.sleep(0.05)
+                return True
+            return every_partition_led(t)
+
+        poll(led, timeout_s=min(self.timeout_s, 10.0), interval_s=0.05)
 
     def flush(self) -> None:
         """Wait until every record sent is acknowledged (StepFailed if one was not)."""

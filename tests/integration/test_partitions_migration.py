@@ -196,3 +196,40 @@ def test_status_without_a_plan_record_names_the_plan_of_the_records_and_says_wha
     assert st["plan_id"] == "old-plan" and st["state"] == "in progress"
     assert st["topics_recorded"] == 1 and name not in st["topics_remaining"]
     assert st["warnings"] and "no plan record for old-plan" in st["warnings"][0]
+
+
+def test_a_bookkeeping_topic_written_by_the_previous_version_reads_the_same(cluster):
+    """Raw records as kmigrate 94e2d81 wrote them (every kind), produced to a real topic, are read
+    back by this version's BookkeepingTopic and fold to the ledger the same bytes fold to in memory."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient
+
+    from ledger_records import OLD_RECORDS
+    from migrate.adapters.bookkeeping import BookkeepingTopic
+    from migrate.core.ledger import Ledger, decode
+    from migrate.files import client_settings
+
+    bs = cluster.bootstrap_servers()
+    name = "__kmigrate_previous_version"
+    book = BookkeepingTopic(client_settings(bs), name)
+    assert book.ensure(AdminClient({"bootstrap.servers": bs}), NEW)
+    producer = Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True,
+                         "max.in.flight.requests.per.connection": 1})
+    for key, value in OLD_RECORDS:
+        producer.produce(name, key=key, value=value, partition=0)
+    assert producer.flush(60) == 0
+    read = book.read()
+    expected = Ledger([decode(k, v, 0, i) for i, (k, v) in enumerate(OLD_RECORDS)])
+    assert [(r.key, dict(r.value), r.partition) for r in read.records] == [
+        (r.key, dict(r.value), r.partition) for r in expected.records]
+    for plan_id in ("p1", "p0"):
+        assert {t: dict(r.value) for t, r in read.moved(plan_id).items()} == {
+            t: dict(r.value) for t, r in expected.moved(plan_id).items()}
+        assert read.moved_counts(plan_id) == expected.moved_counts(plan_id)
+        assert read.foreign_moved(plan_id) == expected.foreign_moved(plan_id)
+        assert read.submitted(plan_id) == expected.submitted(plan_id)
+    assert read.submitted() == expected.submitted() == {("orders", 0): (4, 5), ("orders", 1): (5, 6)}
+    assert read.broker_throttles() == expected.broker_throttles() != {}
+    assert read.topic_throttles() == expected.topic_throttles() != {}
+    assert {p: dict(v) for p, v in read.plans().items()} == {p: dict(v) for p, v in expected.plans().items()}
+    book.close()

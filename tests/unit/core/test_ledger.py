@@ -11,36 +11,9 @@ import json
 from migrate.core.ledger import DEFAULT_TOPIC, KINDS, SCHEMA, Ledger, decode, encode, make_record
 from migrate.core.phases import ReplicaProgress
 
-T = 1700000000.123
+from ledger_records import OLD_RECORDS  # tests/ is on the path (tests/conftest.py is there)
 
-OLD_RECORDS = [
-    (b'p1/~plan/plan',
-     b'{"kind":"plan","mapping":{"1":4,"2":5},"plan_id":"p1","schema":"kmigrate.bookkeeping/1","throttle_bytes_per_s":10485760,"time":"2023-11-14T22:13:20.123+00:00"}'),
-    (b'p1/~submitted/orders',
-     b'{"kind":"submitted","partitions":{"0":[4,5],"1":[5,6]},"plan_id":"p1","schema":"kmigrate.bookkeeping/1","time":"2023-11-14T22:13:21.123+00:00","topic":"orders"}'),
-    (b'p1/~throttle-broker/4/leader.replication.throttled.rate',
-     b'{"broker":4,"config":"leader.replication.throttled.rate","kind":"throttle-broker","plan_id":"p1","prior":null,"schema":"kmigrate.bookkeeping/1","time":"2023-11-14T22:13:22.123+00:00","value":"10485760"}'),
-    (b'p1/~throttle-broker/4/leader.replication.throttled.rate',
-     b'{"broker":4,"config":"leader.replication.throttled.rate","kind":"throttle-broker","plan_id":"p1","prior":"10485760","schema":"kmigrate.bookkeeping/1","time":"2023-11-14T22:13:22.623+00:00","value":"20971520"}'),
-    (b'p1/~throttle-broker/5/follower.replication.throttled.rate',
-     b'{"broker":5,"config":"follower.replication.throttled.rate","kind":"throttle-broker","plan_id":"p1","prior":"5000","schema":"kmigrate.bookkeeping/1","time":"2023-11-14T22:13:23.123+00:00","value":"10485760"}'),
-    (b'p1/~throttle-topic/orders/leader.replication.throttled.replicas',
-     b'{"config":"leader.replication.throttled.replicas","entries":["0:1","1:2"],"kind":"throttle-topic","plan_id":"p1","schema":"kmigrate.bookkeeping/1","time":"2023-11-14T22:13:24.123+00:00","topic":"orders"}'),
-    (b'p1/~throttle-topic/orders/follower.replication.throttled.replicas',
-     b'{"config":"follower.replication.throttled.replicas","entries":["0:4","1:5"],"kind":"throttle-topic","plan_id":"p1","schema":"kmigrate.bookkeeping/1","time":"2023-11-14T22:13:24.123+00:00","topic":"orders"}'),
-    (b'p1/orders',
-     b'{"kind":"topic-moved","moved_partitions":[0,1],"plan_id":"p1","schema":"kmigrate.bookkeeping/1","target":{"0":[4,5],"1":[5,6]},"time":"2023-11-14T22:13:25.123+00:00","topic":"orders"}'),
-    (b'p1/orders',
-     b'{"kind":"topic-moved","moved_partitions":[0,1],"plan_id":"p1","schema":"kmigrate.bookkeeping/1","target":{"0":[4,5],"1":[5,6]},"time":"2023-11-14T22:13:25.623+00:00","topic":"orders"}'),
-    (b'p0/payments',
-     b'{"kind":"topic-moved","moved_partitions":[0],"plan_id":"p0","schema":"kmigrate.bookkeeping/1","target":{"0":[4]},"time":"2023-11-14T22:13:26.123+00:00","topic":"payments"}'),
-    (b'p1/~cancelled/stuck',
-     b'{"kind":"cancelled","partitions":[0,2],"plan_id":"p1","schema":"kmigrate.bookkeeping/1","time":"2023-11-14T22:13:27.123+00:00","topic":"stuck"}'),
-    (b'p1/~throttle-cleared/4/leader.replication.throttled.rate',
-     b'{"broker":4,"config":"leader.replication.throttled.rate","kind":"throttle-cleared","plan_id":"p1","schema":"kmigrate.bookkeeping/1","scope":"broker","time":"2023-11-14T22:13:28.123+00:00"}'),
-    (b'p1/~throttle-cleared/orders/follower.replication.throttled.replicas',
-     b'{"config":"follower.replication.throttled.replicas","kind":"throttle-cleared","plan_id":"p1","schema":"kmigrate.bookkeeping/1","scope":"topic","time":"2023-11-14T22:13:29.123+00:00","topic":"orders"}'),
-]
+T = 1700000000.123
 
 
 # the calls that wrote OLD_RECORDS, in order
