@@ -22,6 +22,17 @@ _JAVA_TO_RDKAFKA = {
     "client.id": "client.id",
     "request.timeout.ms": "socket.timeout.ms",
 }
+# librdkafka name -> (kafka-python keyword, upper-cased), in the order kafka-python is handed them.
+_RDKAFKA_TO_KAFKA_PYTHON = {
+    "security.protocol": ("security_protocol", True),
+    "sasl.mechanisms": ("sasl_mechanism", True),
+    "sasl.username": ("sasl_plain_username", False),
+    "sasl.password": ("sasl_plain_password", False),
+    "ssl.ca.location": ("ssl_cafile", False),
+    "ssl.certificate.location": ("ssl_certfile", False),
+    "ssl.key.location": ("ssl_keyfile", False),
+    "ssl.key.password": ("ssl_password", False),
+}
 # Java settings that librdkafka cannot use as they are (JKS stores): refused with a hint.
 _UNSUPPORTED = {
     "ssl.truststore.location": "convert the truststore to PEM and set ssl.ca.location (or ssl.truststore.type=PEM)",
@@ -47,22 +58,9 @@ class ClientSettings:
         """Keyword arguments for kafka-python clients (KafkaAdminClient, KafkaConsumer)."""
         s = self.settings
         kw: dict[str, object] = {"bootstrap_servers": self.bootstrap_servers.split(",")}
-        if "security.protocol" in s:
-            kw["security_protocol"] = s["security.protocol"].upper()
-        if "sasl.mechanisms" in s:
-            kw["sasl_mechanism"] = s["sasl.mechanisms"].upper()
-        if "sasl.username" in s:
-            kw["sasl_plain_username"] = s["sasl.username"]
-        if "sasl.password" in s:
-            kw["sasl_plain_password"] = s["sasl.password"]
-        if "ssl.ca.location" in s:
-            kw["ssl_cafile"] = s["ssl.ca.location"]
-        if "ssl.certificate.location" in s:
-            kw["ssl_certfile"] = s["ssl.certificate.location"]
-        if "ssl.key.location" in s:
-            kw["ssl_keyfile"] = s["ssl.key.location"]
-        if "ssl.key.password" in s:
-            kw["ssl_password"] = s["ssl.key.password"]
+        for name, (keyword, upper) in _RDKAFKA_TO_KAFKA_PYTHON.items():
+            if name in s:
+                kw[keyword] = s[name].upper() if upper else s[name]
         if s.get("ssl.endpoint.identification.algorithm", "https") in ("", "none"):
             kw["ssl_check_hostname"] = False
         if "client.id" in s:
