@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
-from migrate.core.documents import parse_document
+from migrate.core.documents import Wording, parse_document
 from migrate.errors import BadInput
 from migrate.core.model import RawJSON, _ints_text, _num, pretty_json, zk_server_doc
 from migrate.core.zookeeper import Server
@@ -391,19 +391,19 @@ def plan_to_json(plan: Plan) -> str:
     return pretty_json(_plan_doc(plan))
 
 
+_WORDING = Wording(
+    not_json="plan file {source} is not JSON ({exc}): give a file written by kmigrate plan",
+    not_ours="plan file {source} is not a kmigrate plan: write one with kmigrate plan",
+    other_version="plan file {source} has format_version {found}; this kmigrate reads {version}: re-run kmigrate plan")
+
+
 def plan_from_json(text: str, source: str = "plan.json") -> Plan:
     """Read a plan written by :func:`plan_to_json`.
 
     Raises :class:`BadInput` for a file that is not a kmigrate plan, of another format version,
     malformed, or whose content no longer matches its ``plan_id`` (edited by hand).
     """
-    doc = parse_document(
-        text, ("kind", PLAN_KIND), PLAN_FORMAT_VERSION,
-        not_json=lambda exc: f"plan file {source} is not JSON ({exc}): give a file written by kmigrate plan",
-        not_ours=f"plan file {source} is not a kmigrate plan: write one with kmigrate plan",
-        other_version=lambda found: f"plan file {source} has format_version {found}; this kmigrate reads "
-                                    f"{PLAN_FORMAT_VERSION}: re-run kmigrate plan",
-    )
+    doc = parse_document(text, source, ("kind", PLAN_KIND), PLAN_FORMAT_VERSION, _WORDING)
     try:
         plan = _plan_from_doc(doc)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

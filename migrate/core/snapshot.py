@@ -33,7 +33,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from migrate.core.documents import parse_document
+from migrate.core.documents import Wording, parse_document
 from migrate.errors import BadInput
 
 FORMAT = "kmigrate-verify-snapshot"
@@ -231,17 +231,18 @@ SCHEMA = {
 }
 
 
+_WORDING = Wording(
+    not_json="{source} is not JSON ({exc}): give a file written by `kmigrate verify snapshot -o`",
+    not_ours="{source} is not a kmigrate verify snapshot: give a file written by `kmigrate verify snapshot -o`",
+    other_version="{source} has snapshot format_version {found!r}; this kmigrate reads version {version}: "
+                  "take the snapshot again with this kmigrate")
+
+
 def snapshot_from_json(text: str, source: str = "snapshot") -> Snapshot:
     """Parse and validate a snapshot file's text; BadInput (one line) when it is not one of ours."""
     import jsonschema
 
-    data = parse_document(
-        text, ("format", FORMAT), FORMAT_VERSION,
-        not_json=lambda exc: f"{source} is not JSON ({exc}): give a file written by `kmigrate verify snapshot -o`",
-        not_ours=f"{source} is not a kmigrate verify snapshot: give a file written by `kmigrate verify snapshot -o`",
-        other_version=lambda found: f"{source} has snapshot format_version {found!r}; this kmigrate reads version "
-                                    f"{FORMAT_VERSION}: take the snapshot again with this kmigrate",
-    )
+    data = parse_document(text, source, ("format", FORMAT), FORMAT_VERSION, _WORDING)
     try:
         jsonschema.validate(data, SCHEMA)
     except jsonschema.ValidationError as exc:
