@@ -252,7 +252,7 @@ class PartitionMover:
         if stale:  # recreated, or partitions added, after it was recorded: the record no longer holds
             self.recorded -= set(stale)
             self.emit(WarningEvent(message=f"{len(stale)} recorded topic(s) have replicas on old brokers "
-                                                      f"again ({', '.join(stale[:5])}): moving them again"))
+                                           f"again ({', '.join(stale[:5])}): moving them again"))
         flights = self.admin.list_reassignments()
         self._plan_topics([all_topics[t] for t in selected if t not in self.recorded], flights)
         if not rq.force:
@@ -476,7 +476,7 @@ class PartitionMover:
                 self.halted = "reassignments were cancelled outside this run (kmigrate partitions --cancel?)"
                 self.emit(PartitionCancelled(topic=t, partition=p, replicas=list(tp.replicas),
                                              message=f"{t}-{p} is no longer moving and is not on its target {list(m.target)}: "
-                                      "cancelled outside this run; it is left where it is"))
+                                                     "cancelled outside this run; it is left where it is"))
         self.dirty |= changed
 
     def _check_foreign(self, flights, described) -> None:
@@ -529,7 +529,7 @@ class PartitionMover:
             self.emit(Stall(topic=t, partition=p, broker=b, seconds=round(since, 1), broker_alive=b in self.view.live,
                             bytes=self.watch.progress[(t, p, b)].bytes,
                             message=f"{t}-{p}: new replica on broker {b} has made no progress for {since:.0f} s"
-                                  f"{'' if b in self.view.live else ' (broker is not alive)'}"))
+                                    f"{'' if b in self.view.live else ' (broker is not alive)'}"))
         # a replica that moves again is no longer reported as stalled
         for k in list(self.watch.reported_stalls):
             if k in self.watch.progress and k not in stalled:
@@ -651,7 +651,7 @@ class PartitionMover:
             if tr.name in leaders_bad:
                 self.emit(LeadersNotPreferred(topic=tr.name, partitions=leaders_bad[tr.name],
                                               message=f"{tr.name}: {len(leaders_bad[tr.name])} partition(s) kept a leader that is not the "
-                                      "first new replica; run kafka-leader-election --election-type PREFERRED later"))
+                                                      "first new replica; run kafka-leader-election --election-type PREFERRED later"))
 
     def _submit(self, flights: Mapping[Key, InFlight], described: Mapping[str, Topic]) -> None:
         """Adopt the moves in flight to our targets, then submit what the scheduler admits."""
@@ -862,10 +862,10 @@ class PartitionMover:
             self.emit(Aborted(error=getattr(exc, "message", None) or repr(exc), in_flight=len(self.flights.ours),
                               throttle_problems=problems,
                               message="throttles removed; reassignments in flight continue unthrottled "
-                                  "(kmigrate partitions --cancel stops them, --resume adopts them)"))
+                                      "(kmigrate partitions --cancel stops them, --resume adopts them)"))
         except Exception as cleanup_exc:  # report both; the first error stays the one raised
             self.emit(WarningEvent(message=f"removing throttles after the error failed too: {cleanup_exc}; "
-                                                      "run kmigrate partitions --resume or --cancel to remove them"))
+                                           "run kmigrate partitions --resume or --cancel to remove them"))
 
     def _summary(self, dry_run: bool = False) -> dict[str, Any]:
         """Emit the run's :class:`RunDone` and return it as a dict."""
