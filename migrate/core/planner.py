@@ -342,6 +342,16 @@ def _improve(targets: Sequence[Sequence[int]], leaders: list[int], load: dict[in
 # --------------------------------------------------------------------------- zookeeper
 
 
+def _joiner_lines(committed: DynamicConfig, change: Change) -> tuple[str, ...]:
+    """The lines of :func:`joiner_config` as plans have always listed them: the committed servers
+    that are not joining, then the joiners (ZooKeeper reads them in any order; plan files stay
+    byte-identical across versions)."""
+    config = joiner_config(committed, change.add)
+    joining = [j.id for j in change.add]
+    order = [s.id for s in committed.servers if s.id not in joining] + joining
+    return tuple(config.get(i).line() for i in order if config.get(i) is not None)
+
+
 def plan_zookeeper(snapshot: ClusterSnapshot, playbook: Playbook) -> ZkPlan | None:
     """The ensemble change of the playbook, or ``None`` when it adds and removes nothing.
 
@@ -371,7 +381,7 @@ def plan_zookeeper(snapshot: ClusterSnapshot, playbook: Playbook) -> ZkPlan | No
         joiners=joiners,
         remove=change.remove,
         from_config=committed.version,
-        joiner_config=tuple(joiner_config(committed, change.add).lines()),
+        joiner_config=_joiner_lines(committed, change),
         reconfig_add=tuple(s.line() for s in reconfig.joining),
         reconfig_command=reconfig.zkcli(),
         connect_before=zs.connect,

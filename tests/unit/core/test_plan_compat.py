@@ -1,0 +1,43 @@
+"""Files written by the previous layout (commit 52be88c, before core/ existed) read and re-plan identically.
+
+``data/previous_cluster.json`` and ``data/previous_plan.json`` were written by that version's
+``snapshot_to_json`` and ``plan_to_json(build_plan(...))`` from ``data/previous_playbook.yaml``
+(an ensemble with an observer being removed, an internal and a compacted topic, a partition led
+by a non-preferred replica). A migration planned before the restructuring resumes after it only
+if its plan file loads with the same plan id and the same cluster gives the same plan, byte for byte.
+"""
+
+from pathlib import Path
+
+from migrate.core.model import snapshot_from_json, snapshot_to_json
+from migrate.core.plan import plan_from_json, plan_to_json
+from migrate.core.planner import build_plan
+from migrate.core.playbook import parse_playbook
+
+DATA = Path(__file__).with_name("data")
+PREVIOUS_PLAN_ID = "9e250148976ff11b"  # as the previous version wrote it in previous_plan.json
+
+
+def _read(name: str) -> str:
+    return (DATA / name).read_text(encoding="utf-8")
+
+
+def test_a_cluster_file_of_the_previous_version_reads_and_writes_back_unchanged():
+    text = _read("previous_cluster.json")
+    assert snapshot_to_json(snapshot_from_json(text, "previous_cluster.json")) == text
+
+
+def test_the_same_cluster_and_playbook_give_the_previous_plan_byte_for_byte():
+    snapshot = snapshot_from_json(_read("previous_cluster.json"), "previous_cluster.json")
+    playbook = parse_playbook(_read("previous_playbook.yaml"), "golden.yaml")
+    plan = build_plan(snapshot, playbook)
+    assert plan.plan_id == PREVIOUS_PLAN_ID
+    assert plan_to_json(plan) == _read("previous_plan.json")
+
+
+def test_a_plan_file_of_the_previous_version_loads_with_its_plan_id():
+    text = _read("previous_plan.json")
+    plan = plan_from_json(text, "previous_plan.json")
+    assert plan.plan_id == PREVIOUS_PLAN_ID
+    assert plan_to_json(plan) == text
+    assert {m.topic for m in plan.moves} == {"orders", "__consumer_offsets", "compacted", "single"}
