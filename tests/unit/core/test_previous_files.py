@@ -1,10 +1,13 @@
-"""Files written by the previous layout (commit 52be88c, before core/ existed) read and re-plan identically.
+"""Files written by the previous layout (commit 52be88c, before core/ existed) read, re-plan and
+re-write identically: cluster files, plan files and verify snapshots.
 
 ``data/previous_cluster.json`` and ``data/previous_plan.json`` were written by that version's
 ``snapshot_to_json`` and ``plan_to_json(build_plan(...))`` from ``data/previous_playbook.yaml``
 (an ensemble with an observer being removed, an internal and a compacted topic, a partition led
 by a non-preferred replica). A migration planned before the restructuring resumes after it only
-if its plan file loads with the same plan id and the same cluster gives the same plan, byte for byte.
+if its plan file loads with the same plan id and the same cluster gives the same plan, byte for byte;
+a snapshot taken before it compares after it only if it reads back to the same digests.
+``data/previous_snapshot.json`` was written by that version's ``Snapshot.to_json``.
 """
 
 from pathlib import Path
@@ -12,6 +15,7 @@ from pathlib import Path
 from migrate.core.model import snapshot_from_json, snapshot_to_json
 from migrate.core.plan import plan_from_json, plan_to_json
 from migrate.core.planner import build_plan
+from migrate.core.snapshot import snapshot_from_json as verify_snapshot_from_json
 from migrate.core.playbook import parse_playbook
 
 DATA = Path(__file__).with_name("data")
@@ -41,3 +45,13 @@ def test_a_plan_file_of_the_previous_version_loads_with_its_plan_id():
     assert plan.plan_id == PREVIOUS_PLAN_ID
     assert plan_to_json(plan) == text
     assert {m.topic for m in plan.moves} == {"orders", "__consumer_offsets", "compacted", "single"}
+
+
+def test_a_verify_snapshot_of_the_previous_version_reads_and_writes_back_unchanged():
+    text = _read("previous_snapshot.json")
+    snapshot = verify_snapshot_from_json(text, "previous_snapshot.json")
+    assert snapshot.to_json() == text
+    digests = {p.key: (p.digest.records, p.digest.hash1, p.digest.hash2) for p in snapshot.partitions}
+    assert digests[("orders", 0)] == (1000, 2**63 + 12345, 987654321)
+    assert digests[("orders", 1)] == (1299, 1, 2**64 - 1)
+    assert snapshot.partition_map()[("orders", 0)].tail.records == 3
