@@ -1,4 +1,5 @@
-"""Reading the files an operator names: the playbook, ``--command-config`` client properties.
+"""Reading the files an operator names: the playbook, ``--command-config`` client properties, the plan,
+verify snapshots (read, and written with ``-o``).
 
 The core parses text and never opens a file; this module opens them, and turns a missing or
 unreadable file into a one-line :class:`BadInput` that names it.
@@ -15,7 +16,8 @@ import javaproperties
 from migrate.core.clientconfig import ClientSettings, check_bootstrap
 from migrate.core.clientconfig import client_settings as _client_settings
 from migrate.core.playbook import Playbook, parse_playbook
-from migrate.core.plan import Plan
+from migrate.core.plan import Plan, plan_from_json
+from migrate.core.snapshot import Snapshot, snapshot_from_json
 from migrate.errors import BadInput
 
 
@@ -77,8 +79,6 @@ def load_playbook(path: str | os.PathLike[str]) -> Playbook:
 
 def load_plan(path: str | os.PathLike[str]) -> "Plan":
     """Read a plan written by ``kmigrate plan`` (``--plan``); BadInput when it is missing or unreadable."""
-    from migrate.core.plan import plan_from_json
-
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -86,3 +86,33 @@ def load_plan(path: str | os.PathLike[str]) -> "Plan":
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"--plan {path}: cannot read it ({exc})") from None
     return plan_from_json(text, str(path))
+
+
+def read_snapshot(path: str | Path) -> Snapshot:
+    """Read a snapshot file (BadInput when missing, unreadable or not ours)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"snapshot {p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"snapshot {p}: cannot read it ({exc})") from None
+    return snapshot_from_json(text, f"snapshot {p}")
+
+
+def check_writable(path: Path) -> None:
+    """BadInput when ``-o path`` cannot be a snapshot file (no such directory, or a directory)."""
+    if not path.parent.exists():
+        raise BadInput(f"-o {path}: directory {path.parent} does not exist")
+    if path.is_dir():
+        raise BadInput(f"-o {path} is a directory: give a file name like before.json")
+
+
+def write_snapshot(snapshot: Snapshot, path: Path) -> None:
+    """Write the snapshot to ``path`` whole (a temporary file renamed over it)."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(snapshot.to_json(), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise BadInput(f"cannot write the snapshot to {path} ({exc}): choose a writable -o path") from None

@@ -28,8 +28,9 @@ from rich.table import Table
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console
 from migrate.core.compare import Report, compare_same
 from migrate.errors import EXIT_FAILURE, BadInput
-from migrate.runner.verify import (Scope, SparkSettings, check_writable, compare_with_cluster, kafka_side, read_snapshot,
-                                   spark_session, spark_settings, take_snapshot, verify_clusters, write_snapshot)
+from migrate.files import check_writable, read_snapshot, write_snapshot
+from migrate.runner.verify import (Scope, SparkSettings, compare_with_cluster, kafka_side,
+                                   spark_session, spark_settings, take_snapshot, verify_clusters)
 
 app = typer.Typer(
     help="Prove that no record was lost or changed: record counts and checksums per partition, computed by Spark.",

@@ -5,8 +5,7 @@ take an open SparkSession (:func:`spark_session`) and ``KafkaSide`` objects (:fu
 and the time as a string (no clock read here). Every read is bounded by offsets captured before
 Spark starts reading, so records produced meanwhile are never read into the compared range.
 
-Snapshot files are read and written here (:func:`read_snapshot`, :func:`write_snapshot`); their
-format is ``migrate.core.snapshot``'s.
+Snapshot files are read and written by ``migrate.files``; their format is ``migrate.core.snapshot``'s.
 """
 
 from __future__ import annotations
@@ -19,15 +18,14 @@ from migrate.adapters.spark import SparkSettings, parse_spark_conf, preflight_un
 from migrate.adapters.spark_job import digest_first_records, digest_ranges
 from migrate.files import client_settings
 from migrate.core.compare import Report, compare_cross, compare_same, prefix_requests
-from migrate.core.snapshot import (ISOLATION_LEVELS, PartitionSnapshot, ReadRange, Snapshot, plan_ranges, select_topics,
-                                   snapshot_from_json)
+from migrate.core.snapshot import ISOLATION_LEVELS, PartitionSnapshot, ReadRange, Snapshot, plan_ranges, select_topics
 from migrate.errors import BadInput
 
 if TYPE_CHECKING:  # confluent-kafka loads when a command reads a cluster, not when the CLI starts
     from migrate.adapters.offsets import KafkaSide
 
-__all__ = ["Scope", "SparkSettings", "check_writable", "compare_with_cluster", "kafka_side", "read_snapshot",
-           "spark_session", "spark_settings", "take_snapshot", "verify_clusters", "write_snapshot"]
+__all__ = ["Scope", "SparkSettings", "compare_with_cluster", "kafka_side", "spark_session", "spark_settings",
+           "take_snapshot", "verify_clusters"]
 
 Progress = Callable[[str], None]
 
@@ -38,37 +36,6 @@ class Scope:
 
     topics: tuple[str, ...] = ()
     include: str | None = None
-
-
-# ------------------------------------------------------------------ files
-def read_snapshot(path: str | Path) -> Snapshot:
-    """Read a snapshot file (BadInput when missing, unreadable or not ours)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"snapshot {p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"snapshot {p}: cannot read it ({exc})") from None
-    return snapshot_from_json(text, f"snapshot {p}")
-
-
-def check_writable(path: Path) -> None:
-    """BadInput when ``-o path`` cannot be a snapshot file (no such directory, or a directory)."""
-    if not path.parent.exists():
-        raise BadInput(f"-o {path}: directory {path.parent} does not exist")
-    if path.is_dir():
-        raise BadInput(f"-o {path} is a directory: give a file name like before.json")
-
-
-def write_snapshot(snapshot: Snapshot, path: Path) -> None:
-    """Write the snapshot to ``path`` whole (a temporary file renamed over it)."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(snapshot.to_json(), encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        raise BadInput(f"cannot write the snapshot to {path} ({exc}): choose a writable -o path") from None
 
 
 # ---------------------------------------------------------------- engines

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from migrate.errors import BadInput
 from migrate.core.snapshot import (Digest, PartitionSnapshot, Snapshot, Tail, select_topics,
                                      snapshot_from_json)
-from migrate.runner.verify import read_snapshot
+from migrate.files import read_snapshot
 
 names = st.text("abcdefghijklmnopqrstuvwxyz.-_0123456789", min_size=1, max_size=20)
 offsets = st.integers(0, 2**62)
