@@ -19,7 +19,8 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColum
 from rich.table import Table
 
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
-from migrate.commands.settings import DEFAULT_BOOKKEEPING_TOPIC, DEFAULT_THROTTLE, Inputs, resolve
+from migrate.commands.settings import DEFAULT_THROTTLE, Inputs, resolve
+from migrate.core.ledger import DEFAULT_TOPIC
 from migrate.core.mapping import compile_topic_filter
 from migrate.core.scheduler import DEFAULT_MAX_MOVES_PER_BROKER
 from migrate.core.units import parse_duration
@@ -30,7 +31,7 @@ BOOTSTRAP_OPTION = typer.Option(None, "--bootstrap-server", help="Kafka brokers 
 COMMAND_CONFIG_OPTION = typer.Option(None, "--command-config", help="Kafka client properties file (SASL/SSL), as for Kafka's tools.")
 PLAYBOOK_OPTION = typer.Option(None, "--playbook", help="Migration playbook (YAML): mapping, throttle, Kafka connection.")
 PLAN_OPTION = typer.Option(None, "--plan", help="Plan written by kmigrate plan: its targets, plan id, throttle and caps.")
-BOOKKEEPING_OPTION = typer.Option(None, "--bookkeeping-topic", help=f"Topic recording the migration (default {DEFAULT_BOOKKEEPING_TOPIC}).")
+BOOKKEEPING_OPTION = typer.Option(None, "--bookkeeping-topic", help=f"Topic recording the migration (default {DEFAULT_TOPIC}).")
 
 
 def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, throttle, topics, exclude, resume,

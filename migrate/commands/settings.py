@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from migrate.core.plan import Plan
     from migrate.core.playbook import Playbook
 
-DEFAULT_BOOKKEEPING_TOPIC = DEFAULT_TOPIC
 DEFAULT_THROTTLE = "50MB/s"
 
 
@@ -111,7 +110,7 @@ def resolve(inputs: Inputs, *, mapping: Optional[str] = None, throttle: Optional
         rate = mig.throttle_bytes_per_s
     else:
         rate = throttle_flag(DEFAULT_THROTTLE)
-    book = bookkeeping_topic or (pl.bookkeeping_topic if pl else None) or (mig.bookkeeping_topic if mig else None) or DEFAULT_BOOKKEEPING_TOPIC
+    book = bookkeeping_topic or (pl.bookkeeping_topic if pl else None) or (mig.bookkeeping_topic if mig else None) or DEFAULT_TOPIC
     per_broker = max_moves_per_broker or (pl.max_partition_moves_per_broker if pl else None) or (
         mig.max_partition_moves_per_broker if mig else None) or DEFAULT_MAX_MOVES_PER_BROKER
     cluster = max_moves_cluster or (pl.max_partition_moves_cluster if pl else None) or (mig.max_partition_moves_cluster if mig else None)

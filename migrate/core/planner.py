@@ -52,7 +52,8 @@ from migrate.core.plan import (
     compute_plan_id,
     reassignment_json,
 )
-from migrate.core.playbook import DEFAULT_BOOKKEEPING_TOPIC, DEFAULT_THROTTLE_BYTES_PER_S, Playbook
+from migrate.core.ledger import DEFAULT_TOPIC
+from migrate.core.playbook import DEFAULT_THROTTLE_BYTES_PER_S, Playbook
 
 __all__ = [
     "build_plan",
@@ -687,7 +688,7 @@ def plan_from_reassignment_json(
     *,
     source: str = "reassignment.json",
     throttle_bytes_per_s: int = DEFAULT_THROTTLE_BYTES_PER_S,
-    bookkeeping_topic: str = DEFAULT_BOOKKEEPING_TOPIC,
+    bookkeeping_topic: str = DEFAULT_TOPIC,
     max_partition_moves_per_broker: int = 5,
     plan_file: str = "plan.json",
 ) -> Plan:

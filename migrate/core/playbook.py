@@ -29,7 +29,6 @@ from migrate.core.units import parse_connect, parse_rate
 from migrate.core.ledger import DEFAULT_TOPIC
 
 DEFAULT_THROTTLE_BYTES_PER_S = 50_000_000
-DEFAULT_BOOKKEEPING_TOPIC = DEFAULT_TOPIC  # the one name, from the ledger
 DEFAULT_MAX_PARTITION_MOVES_PER_BROKER = 5
 
 
@@ -103,7 +102,7 @@ class MigrationSettings:
     (only the per-broker one)."""
 
     throttle_bytes_per_s: int = DEFAULT_THROTTLE_BYTES_PER_S
-    bookkeeping_topic: str = DEFAULT_BOOKKEEPING_TOPIC
+    bookkeeping_topic: str = DEFAULT_TOPIC
     max_partition_moves_per_broker: int = DEFAULT_MAX_PARTITION_MOVES_PER_BROKER
     max_partition_moves_cluster: int | None = None
     rack_separator: str = DEFAULT_RACK_SEPARATOR
@@ -330,7 +329,7 @@ def _build(doc: dict[str, Any], where: str) -> Playbook:
         raise _fail(where, "migration.throttle", exc.message) from None
     migration = MigrationSettings(
         throttle_bytes_per_s=throttle,
-        bookkeeping_topic=m.get("bookkeeping_topic", DEFAULT_BOOKKEEPING_TOPIC),
+        bookkeeping_topic=m.get("bookkeeping_topic", DEFAULT_TOPIC),
         max_partition_moves_per_broker=m.get("max_partition_moves_per_broker", DEFAULT_MAX_PARTITION_MOVES_PER_BROKER),
         max_partition_moves_cluster=m.get("max_partition_moves_cluster"),
         rack_separator=sep,
