@@ -18,7 +18,23 @@ class OutputFormat(str, enum.Enum):
     json = "json"
 
 
-OUTPUT_OPTION = typer.Option(OutputFormat.text, "--output", "-O", help="text for people, json for automation.")
+def _output_format(value: Any) -> OutputFormat:
+    """``--output``/``-O`` takes a format, never a file name: ``-O json.json`` gets a hint to ``--out``."""
+    if isinstance(value, OutputFormat):
+        return value
+    text = str(value).strip().lower()
+    try:
+        return OutputFormat(text)
+    except ValueError:
+        pass
+    if "." in text or "/" in text:
+        raise typer.BadParameter(f"{value!r} looks like a file name: --output/-O takes the format (text or json); "
+                                 "write a file with --out/-o FILE")
+    raise typer.BadParameter(f"{value!r}: give text or json")
+
+
+OUTPUT_OPTION = typer.Option(OutputFormat.text.value, "--output", "-O", parser=_output_format, metavar="[text|json]",
+                             help="Output format: text for people, json for automation (a file is --out/-o).")
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -142,7 +142,7 @@ def verify(
 @app.command("snapshot")
 @_engine_options
 def snapshot(
-    output_file: Path = typer.Option(..., "-o", "--output-file", help="Where to write the snapshot (JSON)."),
+    output_file: Path = typer.Option(..., "--out", "-o", "--output-file", help="Where to write the snapshot (JSON)."),
     bootstrap_server: str = typer.Option(..., "--bootstrap-server", help="Kafka bootstrap servers, host:port[,host:port]."),
     command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
     topic: Optional[list[str]] = TOPIC_OPTION,
@@ -189,7 +189,7 @@ def compare(
     against: Optional[Path] = typer.Option(None, "--against", help="Compare with this later snapshot (taken with --like BEFORE) instead of the live cluster."),
     bootstrap_server: Optional[str] = typer.Option(None, "--bootstrap-server", help="The cluster now (default: the servers recorded in the snapshot)."),
     command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
-    save: Optional[Path] = typer.Option(None, "-o", "--output-file", help="Also write the snapshot taken now to this file."),
+    save: Optional[Path] = typer.Option(None, "--out", "-o", "--output-file", help="Also write the snapshot taken now to this file."),
     fail_on_tail: bool = FAIL_ON_TAIL_OPTION,
     engine: Engine = None,
 ) -> None:

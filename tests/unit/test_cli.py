@@ -37,3 +37,14 @@ def test_help_lists_every_command():
 def test_a_mistyped_command_is_bad_input():
     r = subprocess.run([sys.executable, "-m", "migrate", "verfiy", "snapshot"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "No such command 'verfiy'" in r.stderr
+
+
+def test_output_format_given_a_file_name_points_to_out():
+    """`-O json.json` is a format flag given a file name: exit 2 with a hint to --out/-o, nothing written."""
+    proc = subprocess.run([sys.executable, "-m", "migrate", "verify", "snapshot", "-O", "json.json",
+                           "--bootstrap-server", "127.0.0.1:9", "--out", "unused.json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "looks like a file name" in proc.stderr and "--out/-o FILE" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "migrate", "plan", "-O", "yaml"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "give text or json" in proc.stderr
