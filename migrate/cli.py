@@ -39,6 +39,7 @@ _COMMANDS: tuple[tuple[str, str, Callable], ...] = (
     ("demo", "demo", lambda m: app.command("demo")(m.demo)),
     ("partitions", "partitions", lambda m: app.command("partitions")(m.partitions)),
     ("status", "partitions", lambda m: app.command("status")(m.status)),
+    ("health", "health", lambda m: app.command("health")(m.health)),
     ("zookeeper", "zookeeper", lambda m: app.add_typer(m.app, name="zookeeper")),
     ("verify", "verify", lambda m: app.add_typer(m.app, name="verify")),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-COMMANDS = ("sandbox", "inspect", "plan", "topics", "canary", "demo", "partitions", "status", "zookeeper", "verify")
+COMMANDS = ("sandbox", "inspect", "plan", "topics", "canary", "demo", "partitions", "status", "health", "zookeeper", "verify")
 
 
 def python(code: str) -> str:
