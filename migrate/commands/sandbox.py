@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
+from migrate.core.units import parse_duration
 from migrate.errors import BadInput
 from migrate.sandbox import Sandbox, SandboxSpec
 
@@ -101,7 +102,7 @@ def fetch(output: OutputFormat = OUTPUT_OPTION) -> None:
 
 @app.command("status")
 def status(directory: Optional[Path] = DIR_OPTION, output: OutputFormat = OUTPUT_OPTION) -> None:
-    """Show every node: address, pid, role (ZooKeeper leader/follower/observer, Kafka controller)."""
+    """Show every node: address, pid, role (ZooKeeper leader, follower, non-voting follower (joiner) or removed; Kafka controller)."""
     sandbox = Sandbox(directory)
     if not sandbox.exists:
         raise BadInput(f"no sandbox in {sandbox.dir}: start one with kmigrate sandbox up")
@@ -132,6 +133,10 @@ def down(directory: Optional[Path] = DIR_OPTION, output: OutputFormat = OUTPUT_O
         console.print(f"stopped {len(stopped)} process(es)" + (f"; still running: {', '.join(left)}" if left else ""))
 
 
+HEALTH_TIMEOUT_OPTION = typer.Option(
+    "5m", "--timeout", help="How long to wait for a healthy cluster after a broker's restart (kmigrate health --wait), e.g. 5m.")
+
+
 def _node_command(verb: str, doc: str):
     def command(node: str = typer.Argument(..., help="Node name, e.g. kafka-4 or zookeeper-2."),
                 directory: Optional[Path] = DIR_OPTION) -> None:
@@ -149,17 +154,40 @@ for _verb, _doc in (
     ("pause", "SIGSTOP one node (a hung host)."),
     ("resume", "SIGCONT a paused node."),
     ("start", "Start a stopped node and wait until it is ready."),
-    ("restart", "Restart one node and wait until it is ready."),
 ):
     app.command(_verb)(_node_command(_verb, _doc))
+
+
+def _restarted(sandbox: Sandbox, what: str, restart) -> None:
+    """Run a restart with a status line of its health checks; say "restarted" only once the cluster is healthy."""
+    with err_console.status(f"{what}: restarting") as status:
+        restart(lambda msg: status.update(f"{what}: {msg}"))
+    err_console.print(f"{what}: restarted", markup=False)
+
+
+@app.command("restart")
+def restart(
+    node: str = typer.Argument(..., help="Node name, e.g. kafka-4 or zookeeper-2."),
+    timeout: str = HEALTH_TIMEOUT_OPTION,
+    directory: Optional[Path] = DIR_OPTION,
+) -> None:
+    """Restart one node and wait until it is ready (a broker: and until the cluster is healthy again)."""
+    sandbox = Sandbox(directory)
+    seconds = parse_duration(timeout, "--timeout")
+    sandbox.node(node)
+    _restarted(sandbox, node, lambda progress: sandbox.restart(node, health_timeout_s=seconds, progress=progress))
 
 
 @app.command("restart-broker")
 def restart_broker(
     broker_id: int = typer.Argument(..., help="Broker id."),
     zookeeper: Optional[str] = typer.Option(None, "--zookeeper", help="New zookeeper.connect for the broker."),
+    timeout: str = HEALTH_TIMEOUT_OPTION,
     directory: Optional[Path] = DIR_OPTION,
 ) -> None:
-    """Restart one broker, optionally with a new zookeeper.connect (a step of a rolling restart)."""
-    Sandbox(directory).restart_broker(broker_id, zookeeper)
-    err_console.print(f"kafka-{broker_id}: restarted")
+    """Restart one broker, optionally with a new zookeeper.connect, and wait until the cluster is healthy (a step of a rolling restart)."""
+    sandbox = Sandbox(directory)
+    seconds = parse_duration(timeout, "--timeout")
+    sandbox.node(f"kafka-{broker_id}")
+    _restarted(sandbox, f"kafka-{broker_id}", lambda progress: sandbox.restart_broker(
+        broker_id, zookeeper, health_timeout_s=seconds, progress=progress))

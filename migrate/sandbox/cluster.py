@@ -99,6 +99,21 @@ class NodeState:
         return f"{self.kind}-{self.id}"
 
 
+def _zookeeper_role(mode: str, server_id: int, joiner: bool, members: dict[int, str] | None) -> str:
+    """The role ``sandbox status`` shows: the server's own mode (srvr), unless the committed config says
+    more. A joiner (a spare server, started with the committed config plus itself as an observer) follows
+    without a vote until a reconfig makes it a participant; srvr calls it a follower. A server the
+    committed config no longer lists, and that was no joiner, was removed by a reconfig."""
+    if mode in ("stopped", "not serving") or members is None:
+        return mode
+    role = members.get(server_id)
+    if role is None:
+        return "non-voting follower (joiner)" if joiner else "removed"
+    if role == "observer":
+        return "non-voting follower (joiner)" if joiner else "non-voting follower (observer)"
+    return mode
+
+
 class Sandbox:
     """A sandbox cluster in ``directory``. Methods are safe to call from another process than the one that started it."""
 
@@ -372,30 +387,24 @@ class Sandbox:
             wait_until(all_ready, timeout_s=timeout_s, interval_s=0.5, what="brokers", on_timeout=lambda: StepFailed(
                 f"{', '.join(pending)} not ready after {timeout_s:.0f} s: see their server.log"))
 
-    def wait_fully_replicated(self, timeout_s: float = 180, bootstrap: str | None = None) -> None:
-        """Wait until no partition of the cluster is under-replicated (between two steps of a rolling restart)."""
-        from migrate.adapters.local_cluster import KafkaProbe
+    def wait_healthy(self, timeout_s: float = 300, bootstrap: str | None = None,
+                     progress: Callable[[str], None] = lambda msg: None) -> None:
+        """Wait until the cluster is healthy for 3 checks in a row (``migrate.runner.health``: no under-replicated
+        or offline partition, every broker hosting a replica registered, the controller known): the gate
+        between two brokers of a rolling restart. StepFailed naming what is still wrong at the timeout."""
+        from migrate.files import client_settings
+        from migrate.runner.health import cluster_reader, require_healthy
 
-        probe = KafkaProbe(bootstrap or self.bootstrap_servers())
-        short: list[str] = []
+        read = cluster_reader(client_settings(bootstrap or self.bootstrap_servers()))
+        require_healthy(read, timeout_s=timeout_s, interval_s=1.0, check_count=3,
+                        on_check=lambda c: progress(f"health check {c.number}: {c.health.summary()}"))
 
-        def replicated() -> bool:
-            try:
-                short[:] = probe.under_replicated(timeout_s=10)
-            except Exception as exc:  # a broker restarting: ask again
-                short[:] = [str(exc)]
-            return not short
-
-        wait_until(replicated, timeout_s=timeout_s, interval_s=0.5, what="full replication", on_timeout=lambda: StepFailed(
-            f"{len(short)} partition(s) still under-replicated after {timeout_s:.0f} s, e.g. {short[0]}"))
-
-    def rolling_restart(self, broker_ids: list[int], zookeeper_connect: str, timeout_s: float = 180,
+    def rolling_restart(self, broker_ids: list[int], zookeeper_connect: str, timeout_s: float = 300,
                         progress: Callable[[str], None] = lambda msg: None) -> None:
-        """Restart brokers one at a time with a new ``zookeeper.connect``, waiting for full ISR in between."""
+        """Restart brokers one at a time with a new ``zookeeper.connect``, waiting for a healthy cluster after each."""
         for b in broker_ids:
             progress(f"restarting broker {b} with zookeeper.connect={zookeeper_connect}")
-            self.restart_broker(b, zookeeper_connect)
-            self.wait_fully_replicated(timeout_s)
+            self.restart_broker(b, zookeeper_connect, health_timeout_s=timeout_s, progress=progress)
 
     def _create_offsets_topic(self, timeout_s: float = 90) -> None:
         """Have the old brokers create ``__consumer_offsets`` now, before spares start (spares hold no partitions)."""
@@ -429,6 +438,7 @@ class Sandbox:
         """One row per node: name, kind, id, address, pid, running, role (ZooKeeper mode, controller)."""
         spec = self._require()
         controller = self._controller_id()
+        members = self._ensemble_roles()
         rows = []
         for name, node in self.nodes.items():
             alive = self.is_alive(name)
@@ -442,13 +452,28 @@ class Sandbox:
                         role = fourletter.srvr(node.host, spec.zookeeper_client_port).mode
                     except (OSError, ValueError):
                         role = "not serving"
-                row["role"] = role
+                row["role"] = _zookeeper_role(role, node.id, node.spare, members)
             else:
                 row["address"] = f"{node.host}:{spec.kafka_port}"
                 row["rack"] = next(b.rack for b in spec.brokers if b.id == node.id)
                 row["role"] = ("controller" if controller == node.id else "broker") if alive else "stopped"
             rows.append(row)
         return rows
+
+    def _ensemble_roles(self) -> dict[int, str] | None:
+        """Server id -> participant/observer in the committed dynamic config (None: not readable now)."""
+        from migrate.core.zookeeper import parse_server_line
+
+        spec = self._require()
+        hosts = ",".join(f"{z.host}:{z.client_port}" for z in spec.zookeepers if self.is_alive(z.name))
+        if not hosts:
+            return None
+        try:
+            with _zookeeper(hosts, timeout_s=10) as zk:
+                lines = (zk.read("/zookeeper/config") or b"").decode().splitlines()
+            return {s.id: s.role for s in (parse_server_line(ln) for ln in lines if ln.startswith("server."))}
+        except Exception:  # no quorum, or a config kmigrate cannot read: show the servers' own modes
+            return None
 
     def _controller_id(self) -> int | None:
         spec = self._require()
@@ -519,12 +544,20 @@ class Sandbox:
                            f"broker id {node.id} is still registered in ZooKeeper after {timeout_s:.0f} s: "
                            f"is another broker with that id running?"))
 
-    def restart(self, name: str, wait: bool = True) -> None:
+    def restart(self, name: str, wait: bool = True, health_timeout_s: float | None = None,
+                progress: Callable[[str], None] = lambda msg: None) -> None:
+        """Stop and start a node; with ``wait``, until it is ready, and for a broker given ``health_timeout_s``,
+        until the cluster is healthy again (:meth:`wait_healthy`)."""
         self.stop(name)
         self.start(name, wait=wait)
+        if wait and health_timeout_s is not None and self.node(name).kind == "kafka":
+            self.wait_healthy(health_timeout_s, progress=progress)
 
-    def restart_broker(self, broker_id: int, zookeeper_connect: str | None = None, wait: bool = True) -> None:
-        """Restart one broker, optionally with a new ``zookeeper.connect`` (one step of a rolling restart)."""
+    def restart_broker(self, broker_id: int, zookeeper_connect: str | None = None, wait: bool = True,
+                       health_timeout_s: float | None = 300,
+                       progress: Callable[[str], None] = lambda msg: None) -> None:
+        """Restart one broker, optionally with a new ``zookeeper.connect`` (one step of a rolling restart); with
+        ``wait``, return once it serves and the cluster is healthy (``health_timeout_s=None``: once it serves)."""
         name = f"kafka-{broker_id}"
         node = self.node(name)
         if zookeeper_connect is not None:
@@ -532,7 +565,7 @@ class Sandbox:
             props["zookeeper.connect"] = zookeeper_connect
             with open(Path(node.dir) / "server.properties", "w") as f:
                 javaproperties.dump(props, f, timestamp=False, sort_keys=True)
-        self.restart(name, wait=wait)
+        self.restart(name, wait=wait, health_timeout_s=health_timeout_s, progress=progress)
 
     # ------------------------------------------------------------------ down
     def down(self) -> list[int]:
