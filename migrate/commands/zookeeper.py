@@ -11,6 +11,7 @@ With ``--plan``, the change is the one the plan recorded (its connect string, jo
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -185,10 +186,44 @@ def zookeeper(
     status_console = console if output == OutputFormat.text else err_console
     with status_console.status("kmigrate zookeeper: starting") as status:
         result = run_zookeeper_change(request, progress=lambda msg: status.update(msg))
+    if result.status == "dry-run":
+        result.next_steps = [_apply_command(ctx, result.warnings) if step.startswith("run the same command") else step
+                             for step in result.next_steps]
     if output == OutputFormat.json:
         emit_json(result.to_dict())
         return
     _render(result)
+
+
+DRY_RUN_SKIPPED = "--force)"  # how the runner ends a warning about a check that --force let pass
+
+
+def _apply_command(ctx: typer.Context, warnings: list[str]) -> str:
+    """The next step of a dry run: the exact command that applies it, as the operator typed it without
+    ``--dry-run``, and without ``--force`` unless a check passed only because of it (then it says which)."""
+    forced = [w for w in warnings if w.rstrip().endswith(DRY_RUN_SKIPPED)]
+    words = ["kmigrate", "zookeeper"]
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name)
+        value = ctx.params.get(param.name)
+        if param.name == "dry_run" or getattr(source, "name", "") != "COMMANDLINE" or value in (None, False, [], ()):
+            continue
+        if param.name == "force" and not forced:
+            continue
+        flag = param.opts[0] if param.opts[0].startswith("--") else param.opts[-1]
+        if value is True:
+            words.append(flag)
+            continue
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            shown = getattr(item, "value", item)
+            if param.name == "zk_auth":  # never echo a password: the operator types it again
+                shown = str(shown).split(":", 1)[0] + ":PASSWORD"
+            words += [flag, shlex.quote(str(shown))]
+    command = " ".join(words)
+    if "--force" in words:
+        return f"apply it with: {command} (--force is still needed: {'; '.join(forced)})"
+    given = ctx.params.get("force") and getattr(ctx.get_parameter_source("force"), "name", "") == "COMMANDLINE"
+    return f"apply it with: {command}" + (" (--force left out: no check needed it)" if given else "")
 
 
 def _render(result) -> None:
