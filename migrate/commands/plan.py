@@ -102,8 +102,15 @@ def plan(
     playbook: Optional[Path] = PLAYBOOK_OPTION,
     cluster_file: Optional[Path] = typer.Option(None, "--cluster-file", help="Plan offline from a file written by kmigrate inspect."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Write the plan here (what zookeeper, partitions and verify read)."),
-    reassignment_json: Optional[Path] = typer.Option(None, "--reassignment-json", help="Also write the moves for kafka-reassign-partitions.sh."),
-    from_reassignment_json: Optional[Path] = typer.Option(None, "--from-reassignment-json", help="Import the moves from a kafka-reassign-partitions.sh file."),
+    reassignment_json: Optional[Path] = typer.Option(
+        None, "--reassignment-json",
+        help="Also write the moves as a kafka-reassign-partitions.sh file: run it with --execute, then with --verify "
+        "(the same file) until done. Kafka 2.6 and later: --bootstrap-server; Kafka 2.4 and 2.5 need --zookeeper "
+        "(their tool takes --bootstrap-server for neither --execute nor --verify); 3.0 and later removed --zookeeper."),
+    from_reassignment_json: Optional[Path] = typer.Option(
+        None, "--from-reassignment-json",
+        help="Import the moves from a kafka-reassign-partitions.sh file (the one you would give its --execute and "
+        "--verify, with --bootstrap-server from Kafka 2.6, --zookeeper on 2.4 and 2.5)."),
     bootstrap_server: Optional[str] = BOOTSTRAP_OPTION,
     zookeeper: Optional[str] = ZOOKEEPER_OPTION,
     command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
@@ -159,7 +166,9 @@ def plan(
         if out:
             console.print(f"plan written to {out}")
         if reassignment_json:
-            console.print(f"reassignment file for kafka-reassign-partitions.sh written to {reassignment_json}")
+            console.print(f"reassignment file for kafka-reassign-partitions.sh written to {reassignment_json} "
+                          "(--execute, then --verify with the same file; --bootstrap-server from Kafka 2.6, "
+                          "--zookeeper on 2.4 and 2.5)", markup=False)
     blocking = result.errors(force=force)
     if blocking:
         err_console.print(f"kmigrate: {len(blocking)} audit error(s) stop the migration: {blocking[0].message}"
