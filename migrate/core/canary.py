@@ -5,18 +5,34 @@ from a real producer and consumer.
 
 Definitions (what the report's numbers mean):
 
-* ``lost``: sequence numbers acknowledged by the cluster (acks=all) and never consumed.
+* ``not_yet_consumed``: acknowledged by the cluster (acks=all) and not read back *yet*. While the
+  canary runs, such records are in flight, never "lost".
+* ``overdue``: of those, the ones acknowledged at least ``OVERDUE_AFTER_S`` ago while a later
+  record of the same partition has already been read back (the consumer went past them). Likely
+  lost, but still not called lost while the canary runs.
+* ``lost``: only in the final report, after the drain: acknowledged and never consumed. A report
+  taken while the canary runs has ``lost`` None.
 * ``duplicated``: consumed records whose sequence number was already consumed.
 * ``out_of_order``: records consumed on a partition after a record with a higher sequence number
   on that same partition (Kafka orders within a partition only).
-* ``longest_stall_s``: the longest time, while producing, with no acknowledgement at all
-  (from the later of the previous acknowledgement and the start, to the next one or the end).
+* ``produce_stall_s``: the longest time in which, on one partition, records were waiting for
+  their acknowledgement and none was acknowledged (nor failed). A record sent at t0 and
+  acknowledged at t1, with nothing of its partition acknowledged in between, counts t1 - t0: an
+  application writing to that partition waited that long. Measured per partition because Kafka
+  stalls per partition (the partition whose leader moved), while the others go on.
+* ``consume_stall_s``: the longest time in which, on one partition, acknowledged records were
+  waiting to be read back and nothing of that partition was consumed.
+* Both stalls count a stall still going on up to the time of the report, so "so far" figures only
+  grow. ``*_stall_at_s`` is when that stall began (seconds after the start), ``*_stall_partition``
+  where.
 * latencies: send to acknowledgement, per record.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+
+OVERDUE_AFTER_S = 10.0
 
 
 def percentile(sorted_values: list[float], q: float) -> float | None:
@@ -32,27 +48,91 @@ def percentile(sorted_values: list[float], q: float) -> float | None:
 
 
 @dataclass(frozen=True)
+class Stall:
+    """The longest wait without progress: how long, when it began (absolute seconds), on which partition."""
+
+    seconds: float = 0.0
+    began_s: float | None = None
+    partition: int | None = None
+
+
+@dataclass
+class StallClock:
+    """Per partition: the longest time in which records waited and nothing of that partition went through.
+
+    ``wait(p, t)``: a record of partition ``p`` starts waiting. ``progress(p, t, done)``: something of
+    ``p`` went through at ``t`` (an acknowledgement, a record read); ``done`` of the waiting records
+    stopped waiting with it. The wait without progress in force begins at the later of the last
+    progress and the moment records started waiting.
+
+    >>> clock = StallClock()
+    >>> clock.wait(0, 1.0); clock.progress(0, 6.7, done=1)
+    >>> clock.longest(now_s=10.0)
+    Stall(seconds=5.7, began_s=1.0, partition=0)
+    """
+
+    waiting: dict[int, int] = field(default_factory=dict)
+    since: dict[int, float] = field(default_factory=dict)
+    worst: Stall = field(default_factory=Stall)
+
+    def wait(self, partition: int, now_s: float) -> None:
+        if not self.waiting.get(partition):
+            self.since[partition] = now_s
+        self.waiting[partition] = self.waiting.get(partition, 0) + 1
+
+    def progress(self, partition: int, now_s: float, done: int = 0) -> None:
+        if self.waiting.get(partition):
+            self._close(partition, now_s)
+            self.since[partition] = now_s
+            self.waiting[partition] = max(0, self.waiting[partition] - done)
+
+    def _close(self, partition: int, now_s: float) -> None:
+        began = self.since[partition]
+        if now_s - began > self.worst.seconds:
+            self.worst = Stall(now_s - began, began, partition)
+
+    def longest(self, now_s: float) -> Stall:
+        """The longest stall so far, counting those still going on up to ``now_s``."""
+        worst = self.worst
+        for partition, count in sorted(self.waiting.items()):
+            began = self.since[partition]
+            if count and now_s - began > worst.seconds:
+                worst = Stall(now_s - began, began, partition)
+        return worst
+
+
+@dataclass(frozen=True)
 class CanaryReport:
     topic: str
+    final: bool  # taken after the drain (the only report that may say "lost")
     duration_s: float
     sent: int
     acknowledged: int
     consumed: int
-    lost: int
+    not_yet_consumed: int  # acknowledged, not read back yet (in flight; 0 in the final report: see lost)
+    overdue: int  # of those, acknowledged >= OVERDUE_AFTER_S ago with a later record of their partition read
+    lost: int | None  # final report only: acknowledged and never consumed; None while running
+    unacknowledged: int  # sent, neither acknowledged nor failed (yet)
     duplicated: int
     out_of_order: int
     failed_sends: int  # delivery reports with an error (the client saw it)
     latency_p50_ms: float | None
     latency_p99_ms: float | None
     latency_max_ms: float | None
-    longest_stall_s: float
-    longest_stall_at_s: float | None  # seconds after the start when that stall began
+    produce_stall_s: float
+    produce_stall_at_s: float | None  # seconds after the start when that stall began
+    produce_stall_partition: int | None
+    consume_stall_s: float
+    consume_stall_at_s: float | None
+    consume_stall_partition: int | None
     errors: tuple[str, ...] = ()  # distinct client errors, first ones
     lost_sample: tuple[int, ...] = ()
+    ended_by: str | None = None  # what ended the run (duration, SIGTERM, SIGINT, stop file), when known
 
     @property
     def ok(self) -> bool:
-        return self.lost == 0 and self.failed_sends == 0
+        """Final report, nothing lost and no send failed (the canary's exit code 0)."""
+        return self.final and self.lost == 0 and self.failed_sends == 0
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -76,73 +156,93 @@ class CanaryLedger:
     out_of_order: int = 0
     latencies_ms: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    last_ack_s: float | None = None
-    longest_stall_s: float = 0.0
-    longest_stall_at_s: float | None = None
+    produce_stalls: StallClock = field(default_factory=StallClock)
+    consume_stalls: StallClock = field(default_factory=StallClock)
+    _sent: dict[int, tuple[float, int]] = field(default_factory=dict)  # waiting for an ack: seq -> (sent at, partition)
+    _unconsumed: dict[int, tuple[float, int]] = field(default_factory=dict)  # acked, not read: seq -> (acked at, partition)
     _last_seq_by_partition: dict[int, int] = field(default_factory=dict)
 
-    def on_send(self, seq: int) -> None:
+    def on_send(self, seq: int, partition: int, now_s: float) -> None:
         self.sent += 1
+        self._sent[seq] = (now_s, partition)
+        self.produce_stalls.wait(partition, now_s)
 
-    def on_ack(self, seq: int, sent_s: float, now_s: float) -> None:
-        self._gap(now_s)
+    def on_ack(self, seq: int, now_s: float) -> None:
+        sent_s, partition = self._sent.pop(seq, (now_s, None))
         self.acked.add(seq)
         self.latencies_ms.append((now_s - sent_s) * 1000.0)
+        if partition is None:
+            return
+        self.produce_stalls.progress(partition, now_s, done=1)
+        if seq not in self.consumed:  # the consumer may read a record before its acknowledgement arrives
+            self._unconsumed[seq] = (now_s, partition)
+            self.consume_stalls.wait(partition, now_s)
 
     def on_send_error(self, seq: int, error: str, now_s: float) -> None:
+        """The client gave up on record ``seq``: its application got an answer, so its wait ends here."""
         self.failed_sends += 1
         self.note_error(error)
+        sent = self._sent.pop(seq, None)
+        if sent is not None:
+            self.produce_stalls.progress(sent[1], now_s, done=1)
 
     def note_error(self, error: str) -> None:
         if error not in self.errors and len(self.errors) < 20:
             self.errors.append(error)
 
-    def on_consume(self, seq: int, partition: int) -> None:
+    def on_consume(self, seq: int, partition: int, now_s: float) -> None:
         if seq in self.consumed:
             self.duplicated += 1
         else:
             self.consumed.add(seq)
+        waited = self._unconsumed.pop(seq, None) is not None
+        self.consume_stalls.progress(partition, now_s, done=1 if waited else 0)
         last = self._last_seq_by_partition.get(partition)
         if last is not None and seq < last:
             self.out_of_order += 1
         else:
             self._last_seq_by_partition[partition] = seq
 
-    def _gap(self, now_s: float) -> None:
-        since = self.last_ack_s if self.last_ack_s is not None else self.started_s
-        gap = now_s - since
-        if gap > self.longest_stall_s:
-            self.longest_stall_s = gap
-            self.longest_stall_at_s = since - self.started_s
-        self.last_ack_s = now_s
+    def overdue(self, now_s: float) -> int:
+        """Acknowledged at least ``OVERDUE_AFTER_S`` ago, not consumed, and a later record of the same
+        partition already consumed."""
+        return sum(1 for seq, (acked_s, partition) in self._unconsumed.items()
+                   if now_s - acked_s >= OVERDUE_AFTER_S and self._last_seq_by_partition.get(partition, -1) > seq)
 
-    def report(self, ended_s: float, producing_ended_s: float | None = None) -> CanaryReport:
-        """The report; the time from the last acknowledgement to ``producing_ended_s`` counts as a stall."""
-        end = producing_ended_s if producing_ended_s is not None else ended_s
-        since = self.last_ack_s if self.last_ack_s is not None else self.started_s
-        stall, stall_at = self.longest_stall_s, self.longest_stall_at_s
-        if end - since > stall:
-            stall, stall_at = end - since, since - self.started_s
+    def report(self, now_s: float, final: bool = False) -> CanaryReport:
+        """The figures at ``now_s``; ``final`` (after the drain): whatever is acknowledged and not consumed is lost."""
         lat = sorted(self.latencies_ms)
-        lost = sorted(self.acked - self.consumed)
+        lost = sorted(self.acked - self.consumed) if final else []
+        produce, consume = self.produce_stalls.longest(now_s), self.consume_stalls.longest(now_s)
         return CanaryReport(
             topic=self.topic,
-            duration_s=round(ended_s - self.started_s, 3),
+            final=final,
+            duration_s=round(now_s - self.started_s, 3),
             sent=self.sent,
             acknowledged=len(self.acked),
             consumed=len(self.consumed),
-            lost=len(lost),
+            not_yet_consumed=0 if final else len(self._unconsumed),
+            overdue=0 if final else self.overdue(now_s),
+            lost=len(lost) if final else None,
+            unacknowledged=len(self._sent),
             duplicated=self.duplicated,
             out_of_order=self.out_of_order,
             failed_sends=self.failed_sends,
             latency_p50_ms=_round(percentile(lat, 0.50)),
             latency_p99_ms=_round(percentile(lat, 0.99)),
             latency_max_ms=_round(lat[-1] if lat else None),
-            longest_stall_s=round(stall, 3),
-            longest_stall_at_s=None if stall_at is None else round(stall_at, 3),
+            produce_stall_s=round(produce.seconds, 3),
+            produce_stall_at_s=self._since_start(produce.began_s),
+            produce_stall_partition=produce.partition,
+            consume_stall_s=round(consume.seconds, 3),
+            consume_stall_at_s=self._since_start(consume.began_s),
+            consume_stall_partition=consume.partition,
             errors=tuple(self.errors),
             lost_sample=tuple(lost[:20]),
         )
+
+    def _since_start(self, t: float | None) -> float | None:
+        return None if t is None else round(t - self.started_s, 3)
 
 
 def _round(v: float | None) -> float | None:

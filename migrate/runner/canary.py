@@ -8,9 +8,11 @@ clients are ``migrate.adapters.canary_clients``; the ledger and the report are `
 from __future__ import annotations
 
 import math
+import signal
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Callable
 
 from migrate.adapters.canary_clients import CanaryConsumer, CanaryProducer, ClientError, ensure_topic
@@ -40,7 +42,7 @@ class Canary:
         self._stop_consuming = threading.Event()
         self._threads: list[threading.Thread] = []
         self.ledger: CanaryLedger | None = None
-        self._producing_ended_s: float | None = None
+        self._flush_timeout_s = 60.0
         self.partitions = 0
 
     # ------------------------------------------------------------------ topic
@@ -99,7 +101,6 @@ class Canary:
     def _produce(self) -> None:
         assert self.ledger is not None
         producer = self._producer
-        sent_at: dict[int, float] = {}
         interval = 1.0 / self.rate_per_s
         seq = 0
         next_s = time.monotonic()
@@ -113,29 +114,27 @@ class Canary:
                 if err is not None:
                     self.ledger.on_send_error(s, err, now)
                 else:
-                    self.ledger.on_ack(s, sent_at.pop(s, now), now)
+                    self.ledger.on_ack(s, now)
 
         while not self._stop_producing.is_set():
             now = time.monotonic()
             if now < next_s:
                 producer.poll(min(next_s - now, 0.05))
                 continue
-            sent_at[seq] = now
-            if not producer.send(self.topic, str(seq).encode(), encode(self.run_id, seq), seq % self.partitions,
-                                 delivered):
+            partition = seq % self.partitions
+            if not producer.send(self.topic, str(seq).encode(), encode(self.run_id, seq), partition, delivered):
                 producer.poll(0.1)
                 continue
             with self._lock:
-                self.ledger.on_send(seq)
+                self.ledger.on_send(seq, partition, now)
             seq += 1
             next_s += interval
             if next_s < now - 1.0:  # fell behind (a stall): do not burst to catch up
                 next_s = now
             producer.poll(0)
-        self._producing_ended_s = time.monotonic()
-        left = producer.flush(300)
+        left = producer.flush(self._flush_timeout_s)
         if left:
-            self._note_error(f"{left} records still unacknowledged 300 s after the end")
+            self._note_error(f"{left} records still unacknowledged {self._flush_timeout_s:.0f} s after the end")
 
     def _consume(self, consumer: CanaryConsumer) -> None:
         assert self.ledger is not None
@@ -145,11 +144,12 @@ class Canary:
                 records, errors = consumer.consume(500, timeout_s=0.2)
                 for error in errors:
                     self._note_error(f"consumer: {error}")
+                now = time.monotonic()
                 for value, partition in records:
                     seq = decode(self.run_id, value)
                     if seq is not None:
                         with self._lock:
-                            self.ledger.on_consume(seq, partition)
+                            self.ledger.on_consume(seq, partition, now)
         finally:
             self._consumer_ready.set()
             consumer.close()
@@ -160,36 +160,87 @@ class Canary:
                 self.ledger.note_error(text)
 
     def report(self) -> CanaryReport:
-        """The figures so far (the canary keeps running)."""
+        """The figures so far (the canary keeps running): in-flight records are "not yet consumed", never lost."""
         assert self.ledger is not None
         with self._lock:
-            return self.ledger.report(time.monotonic(), self._producing_ended_s or time.monotonic())
+            return self.ledger.report(time.monotonic())
 
     def _drained(self) -> bool:
         with self._lock:
             return self.ledger.acked <= self.ledger.consumed
 
     def stop(self, drain_timeout_s: float = 60) -> CanaryReport:
-        """Stop producing, wait until every acknowledged record is consumed (or the timeout), and report."""
+        """Stop producing, wait (``drain_timeout_s`` at most, in all) for the outstanding acknowledgements
+        and until every acknowledged record is consumed, and return the final report."""
         assert self.ledger is not None
+        deadline = time.monotonic() + drain_timeout_s
+        self._flush_timeout_s = drain_timeout_s
         self._stop_producing.set()
-        self._threads[1].join(330)
-        poll(self._drained, timeout_s=drain_timeout_s, interval_s=0.1)
+        self._threads[1].join(drain_timeout_s + 30)
+        poll(self._drained, timeout_s=max(0.0, deadline - time.monotonic()), interval_s=0.1)
         self._stop_consuming.set()
         self._threads[0].join(30)
         with self._lock:
-            return self.ledger.report(time.monotonic(), self._producing_ended_s)
+            return self.ledger.report(time.monotonic(), final=True)
+
+
+class StopRequests:
+    """What asks a running canary to stop: SIGTERM, SIGINT (unless the shell ignores it, as for ``&``
+    in a script) and a stop file appearing. A context manager: the signal handlers are in place inside
+    it (also while the canary drains: a second signal does not cut the final report short), and the
+    previous ones are back after it. Calling it answers the reason to stop, or None."""
+
+    def __init__(self, stop_file: Path | None = None):
+        self.stop_file = stop_file
+        self.reason: str | None = None
+        self._previous: dict[int, object] = {}
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        if self.reason is None:
+            self.reason = signal.Signals(signum).name
+
+    def __enter__(self) -> "StopRequests":
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            if signal.getsignal(sig) is signal.SIG_IGN:
+                continue  # a background job of a script: the shell's rule stands
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def __call__(self) -> str | None:
+        if self.reason is None and self.stop_file is not None and self.stop_file.exists():
+            self.reason = f"stop file {self.stop_file}"
+        return self.reason
 
 
 def watch(canary: Canary, seconds: float | None, show: Callable[[CanaryReport], None] | None = None,
-          interval_s: float = 0.5, clock: Clock | FakeClock = SYSTEM_CLOCK) -> None:
-    """Let a started canary run for ``seconds`` (``None``: until Ctrl-C), handing its figures to ``show``
-    every ``interval_s``. Returns at the end or at Ctrl-C; the canary keeps running (``stop`` it)."""
-    def tick() -> None:
-        if show is not None:
-            show(canary.report())
+          interval_s: float = 0.5, clock: Clock | FakeClock = SYSTEM_CLOCK,
+          stop_requested: Callable[[], str | None] = lambda: None, check_s: float = 0.25) -> str:
+    """Let a started canary run for ``seconds`` (``None``: until asked to stop), handing its figures to
+    ``show`` at the start and every ``interval_s``, looking at ``stop_requested`` every ``check_s``.
 
+    Returns what ended it: ``"duration"``, the reason ``stop_requested`` gave, or ``"SIGINT"`` (Ctrl-C
+    without a handler). The canary keeps running (``stop`` it).
+    """
+    next_show = [clock.now()]
+
+    def tick() -> str | None:
+        reason = stop_requested()
+        if reason:
+            return reason
+        if show is not None and clock.now() >= next_show[0]:
+            show(canary.report())
+            next_show[0] += interval_s
+            if next_show[0] <= clock.now():  # fell behind (a slow look): do not show twice in a row
+                next_show[0] = clock.now() + interval_s
+        return None
+
+    step = min(check_s, interval_s) if show is not None else check_s
     try:
-        poll(tick, timeout_s=math.inf if seconds is None else seconds, interval_s=interval_s, clock=clock)
+        return poll(tick, timeout_s=math.inf if seconds is None else seconds, interval_s=step, clock=clock) \
+            or "duration"
     except KeyboardInterrupt:
-        pass
+        return "SIGINT"

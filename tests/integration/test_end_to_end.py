@@ -55,7 +55,7 @@ def test_no_acknowledged_record_is_lost(migrated):
     assert canary["acknowledged"] == canary["sent"] > 0, canary
     assert canary["consumed"] == canary["acknowledged"], canary
     print("canary over the whole migration:", {k: canary[k] for k in (
-        "sent", "lost", "duplicated", "out_of_order", "longest_stall_s", "latency_p50_ms", "latency_p99_ms",
+        "sent", "lost", "duplicated", "out_of_order", "produce_stall_s", "consume_stall_s", "latency_p50_ms", "latency_p99_ms",
         "latency_max_ms")})
     print("phases:", [(p.name, round(p.seconds, 1)) for p in report.phases])
     print("kills:", report.kills)
