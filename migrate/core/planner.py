@@ -127,8 +127,12 @@ RUNBOOK_COMMANDS = {
     "verify_snapshot": "kmigrate verify snapshot -o before.json --bootstrap-server {bootstrap}",
     "partitions": "kmigrate partitions --playbook {playbook} --plan {plan}",
     "verify_compare": "kmigrate verify compare before.json",
+    "joiner_config": "kmigrate zookeeper joiner-config ID --playbook {playbook}",
+    "health": "kmigrate health --bootstrap-server {bootstrap} --wait",
 }
-"""Command templates used in the runbook (``{plan}`` is the plan file)."""
+"""Command templates used in the runbook (``{plan}`` is the plan file). ``health`` is the gate an operator
+runs between two broker restarts; README.md's real-cluster block follows these steps in order
+(``tests/unit/core/test_readme_runbook_order.py``)."""
 
 
 # --------------------------------------------------------------------------- targets
@@ -424,11 +428,13 @@ def build_runbook(
         steps.append(("operator", f"start ZooKeeper server(s) {joiners} as joiners",
                       "Give each joiner reconfigEnabled=true, standaloneEnabled=false, a dynamicConfigFile with the "
                       "committed servers plus the joiners as observers (" + "; ".join(zk.joiner_config) + "), "
-                      "and its myid; start them. Never list joiners as participants in that file.",
+                      f"and its myid (`{c['joiner_config']}` prints that file); start them. Never list joiners as "
+                      "participants in that file.",
                       f"kmigrate sees server(s) {joiners} serving (srvr) with the committed config version"))
         steps.append(("operator", f"rolling restart of the brokers with zookeeper.connect={zk.connect_during}",
                       "Restart the brokers one at a time with a zookeeper.connect that includes the new servers; "
-                      "wait for no under-replicated partition between two restarts.",
+                      f"after each, run `{c['health']}` before the next (it waits until no partition is "
+                      "under-replicated or offline, every broker is registered and the controller is known).",
                       "describe_configs shows every broker's zookeeper.connect includes a new server; no "
                       "under-replicated partition"))
         add = ",".join(str(j.id) for j in zk.joiners) or "-"
@@ -438,13 +444,15 @@ def build_runbook(
                       f"{zk.reconfig_command}.",
                       f"/zookeeper/config read from a new server lists exactly the voters {shown_ids(zk.voters_after)}"))
         steps.append(("operator", f"rolling restart of the brokers with zookeeper.connect={zk.connect_after}",
-                      "Restart the brokers one at a time with a zookeeper.connect of the new servers only.",
+                      "Restart the brokers one at a time with a zookeeper.connect of the new servers only; "
+                      f"after each, run `{c['health']}` before the next.",
                       "describe_configs shows no broker's zookeeper.connect names a removed server"))
     if mapping:
         racks = ", ".join(f"{b}:{new_racks.get(b) or '?'}" for b in new_brokers)
         connect = f" and zookeeper.connect={zk.connect_after}" if zk is not None else ""
         steps.append(("operator", f"start the new broker(s) {shown_ids(new_brokers)}",
-                      f"Start each new broker with its broker.id and broker.rack ({racks}){connect}.",
+                      f"Start each new broker with its broker.id and broker.rack ({racks}){connect}; then "
+                      f"`{c['health']} --broker-list {','.join(map(str, sorted({*mapping, *new_brokers})))}`.",
                       "every new broker is registered, alive and reports its rack"))
     if has_moves:
         steps.append(("kmigrate", c["verify_snapshot"],
