@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable, Optional, TextIO
 
 import typer
+from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
@@ -152,6 +153,8 @@ def canary(
     else:
         if not console.is_terminal:
             _print_line(sys.stdout)(report)
-        console.print(report_table(report, title=f"canary on {topic}: {'OK' if report.ok else 'RECORDS LOST OR FAILED'}"))
+        # In a log file, one row a line: wider than the 80 columns rich assumes without a terminal.
+        out = console if console.is_terminal else Console(file=sys.stdout, width=120, highlight=False)
+        out.print(report_table(report, title=f"canary on {topic}: {'OK' if report.ok else 'RECORDS LOST OR FAILED'}"))
     if not report.ok:
         raise typer.Exit(EXIT_FAILURE)

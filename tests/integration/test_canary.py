@@ -1,52 +1,233 @@
-"""Issue 7: the canary measures lost / duplicated records and stalls against a real cluster."""
+"""Issues 7 and 16: the canary measures lost / duplicated records and stalls against a real cluster,
+and runs unattended: in the background with stdout in a file, stopped by SIGTERM or a stop file.
+
+One small sandbox (1 ZooKeeper, 3 brokers); the canary writes 50-200 records/s.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
+import migrate.runner.canary as runner_canary
+from migrate.core.canary import CanaryLedger
 from migrate.files import client_settings
 from migrate.runner.canary import Canary
+from migrate.runner.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
 SANDBOX = dict(zookeeper_ids=(1,), broker_ids=(1, 2, 3))
+ROUNDING_S = 0.002  # the report rounds seconds to 3 decimals
 
 
-def test_canary_survives_a_killed_broker_without_losing_records(cluster, topic_name):
-    run = Canary(client_settings(cluster.bootstrap_servers()), topic=topic_name, rate_per_s=200).start()
-    time.sleep(4)
-    cluster.kill("kafka-3")
-    time.sleep(8)
-    report = run.stop()
-    cluster.start("kafka-3")
-    figures = report.to_dict()
-    assert report.sent > 1000, figures
-    assert report.acknowledged == report.sent, figures
-    assert report.lost == 0 and report.duplicated == 0 and report.out_of_order == 0, figures
-    assert report.failed_sends == 0, figures
-    assert report.consumed == report.acknowledged, figures
-    assert report.latency_p99_ms is not None and report.latency_max_ms >= report.latency_p99_ms, figures
-    # Leadership of kafka-3's partition moved: the longest gap without acknowledgement is measured, > 0.
-    assert report.longest_stall_s > 0, figures
+def canary_command(cluster, topic: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", "migrate", "canary", "--bootstrap-server", cluster.bootstrap_servers(),
+            "--topic", topic, "--rate", "50", *args]
 
 
-def test_canary_cli_reports_json(cluster, topic_name):
+def in_background(command: list[str], log: Path, err: Path) -> tuple[subprocess.Popen, int]:
+    """Start ``command`` as a script's ``cmd > log 2> err &`` does (so SIGINT is ignored in it) and return
+    the shell, which waits for it and prints its exit code, and the canary's pid."""
+    script = f'{" ".join(map(_quote, command))} > {_quote(str(log))} 2> {_quote(str(err))} &\n' \
+             'pid=$!\necho "$pid"\nwait "$pid"\necho "rc=$?"\n'
+    shell = subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+    return shell, int(shell.stdout.readline())
+
+
+def _quote(word: str) -> str:
+    return "'" + word.replace("'", "'\\''") + "'"
+
+
+def exit_code(shell: subprocess.Popen, timeout_s: float = 300) -> int:
+    out, _ = shell.communicate(timeout=timeout_s)
+    return int(re.search(r"rc=(\d+)", out).group(1))
+
+
+def running_lines(log: Path) -> list[str]:
+    text = log.read_text() if log.exists() else ""  # the background job opens it a moment after it starts
+    return [line for line in text.splitlines() if " canary running " in line]
+
+
+def wait_for_lines(log: Path, count: int, pid: int, timeout_s: float = 240) -> list[str]:
+    """Wait until the log holds ``count`` running lines, checking the canary is still running meanwhile."""
+    def enough() -> list[str] | None:
+        os.kill(pid, 0)  # ProcessLookupError: the canary is gone
+        lines = running_lines(log)
+        return lines if len(lines) >= count else None
+
+    return wait_until(enough, timeout_s=timeout_s, interval_s=0.25, what=f"{count} canary lines in {log}")
+
+
+def figures(line: str) -> dict[str, str]:
+    return dict(word.split("=", 1) for word in line.split() if "=" in word)
+
+
+def check_report_and_lines(log: Path, report: dict) -> list[dict[str, str]]:
+    """What an operator reads in the file matches the final report: no line calls anything lost when the
+    report says 0, the final line equals the report, and the "so far" figures only grow up to it."""
+    text = log.read_text()
+    lines = [figures(line) for line in running_lines(log)]
+    final_lines = [line for line in text.splitlines() if " canary final " in line]
+    assert len(final_lines) == 1, text
+    final = figures(final_lines[0])
+    assert int(final["lost"]) == report["lost"]
+    assert int(final["produced"]) == report["sent"] and int(final["consumed"]) == report["consumed"]
+    for line in lines:
+        assert "lost" not in line and "not_yet_consumed" in line and "overdue" in line, line
+        if report["lost"] == 0:
+            assert int(line["overdue"]) == 0, line
+        assert float(line["produce_stall_s"]) <= report["produce_stall_s"], (line, report)
+        assert float(line["consume_stall_s"]) <= report["consume_stall_s"], (line, report)
+    produced = [int(line["produced"]) for line in lines]
+    assert produced == sorted(produced) and produced[-1] <= report["sent"], produced
+    return lines
+
+
+def check_stalls_against_latency(report: dict) -> None:
+    """The produce stall ended with the acknowledgement of a record that waited through it: no record
+    waited less than the produce stall lasted, and some waited at least that long."""
+    assert 0 < report["produce_stall_s"] <= report["latency_max_ms"] / 1000 + ROUNDING_S, report
+    assert report["produce_stall_partition"] in range(3), report
+    assert 0 <= report["produce_stall_at_s"] <= report["duration_s"], report
+    if report["consume_stall_s"] > 0:
+        assert report["consume_stall_partition"] in range(3), report
+        assert 0 <= report["consume_stall_at_s"] <= report["duration_s"], report
+
+
+def test_in_the_background_lines_while_running_a_broker_restart_and_sigterm_gives_the_report(cluster, topic_name,
+                                                                                             tmp_path):
+    log, err, report_file = tmp_path / "canary.log", tmp_path / "canary.err", tmp_path / "report.json"
+    shell, pid = in_background(canary_command(cluster, topic_name, "--report-interval", "1s",
+                                              "--report", str(report_file)), log, err)
+    try:
+        wait_for_lines(log, 2, pid)  # lines appear while it runs, stdout being a file
+        cluster.restart("kafka-2")  # leadership of partition 1 moves away and back to a follower
+        seen = len(running_lines(log))
+        wait_for_lines(log, seen + 2, pid)
+        os.kill(pid, signal.SIGINT)  # ignored, by the shell's rule for `&`: the canary goes on
+        wait_for_lines(log, seen + 4, pid)
+        assert not report_file.exists()
+        os.kill(pid, signal.SIGTERM)
+        rc = exit_code(shell)
+    finally:
+        if shell.poll() is None:
+            os.kill(pid, signal.SIGKILL)
+            shell.wait(30)
+    text = log.read_text()
+    assert rc == 0, (text, err.read_text())
+    report = json.loads(report_file.read_text())
+    assert report["final"] is True and report["ok"] is True and report["ended_by"] == "SIGTERM", report
+    assert report["lost"] == 0 and report["consumed"] == report["acknowledged"] == report["sent"], report
+    assert f"canary on {topic_name}: OK" in text
+    assert "canary stopping (SIGTERM)" in text
+    assert re.search(r"lost \(acknowledged, never consumed after the drain\)\s+│?\s*0", text), text
+    lines = check_report_and_lines(log, report)
+    assert len(lines) >= 6
+    check_stalls_against_latency(report)
+    assert not list(tmp_path.glob("*.tmp"))  # the report was written whole, through a renamed file
+
+
+def test_the_stop_file_ends_it_with_the_report(cluster, topic_name, tmp_path):
+    log, err = tmp_path / "canary.log", tmp_path / "canary.err"
+    stop, report_file = tmp_path / "stop-canary", tmp_path / "report.json"
+    shell, pid = in_background(canary_command(cluster, topic_name, "--duration", "30m", "--report-interval", "1s",
+                                              "--stop-file", str(stop), "--report", str(report_file)), log, err)
+    try:
+        wait_for_lines(log, 2, pid)
+        stop.touch()
+        rc = exit_code(shell)
+    finally:
+        if shell.poll() is None:
+            os.kill(pid, signal.SIGKILL)
+            shell.wait(30)
+    text = log.read_text()
+    assert rc == 0, (text, err.read_text())
+    report = json.loads(report_file.read_text())
+    assert report["ended_by"] == f"stop file {stop}" and report["ok"] is True and report["lost"] == 0, report
+    assert report["duration_s"] < 30 * 60
+    assert f"canary on {topic_name}: OK" in text
+    check_report_and_lines(log, report)
+    assert not stop.exists()  # honoured and removed: the same command can run again
+
+
+def test_canary_cli_reports_json_after_its_duration_with_lines_on_stderr(cluster, topic_name):
     proc = subprocess.run(
-        [sys.executable, "-m", "migrate", "canary", "--bootstrap-server", cluster.bootstrap_servers(),
-         "--topic", topic_name, "--duration", "5s", "--rate", "50", "--output", "json"],
+        canary_command(cluster, topic_name, "--duration", "5s", "--report-interval", "1s", "--output", "json"),
         capture_output=True, text=True, timeout=300, env=os.environ.copy(),
     )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert report["ok"] is True and report["lost"] == 0
+    assert report["ok"] is True and report["lost"] == 0 and report["ended_by"] == "duration"
     assert 150 <= report["sent"] <= 300  # about 5 s at 50 records/s
     assert report["consumed"] == report["acknowledged"] == report["sent"]
+    assert len([line for line in proc.stderr.splitlines() if " canary running " in line]) >= 3, proc.stderr
+
+
+@dataclass
+class _RecordingLedger(CanaryLedger):
+    """The ledger, keeping what the clients saw: (kind, seq, partition, time)."""
+
+    seen: list[tuple[str, int, int | None, float]] = field(default_factory=list)
+
+    def on_send(self, seq, partition, now_s):
+        self.seen.append(("send", seq, partition, now_s))
+        super().on_send(seq, partition, now_s)
+
+    def on_ack(self, seq, now_s):
+        self.seen.append(("ack", seq, None, now_s))
+        super().on_ack(seq, now_s)
+
+    def on_consume(self, seq, partition, now_s):
+        self.seen.append(("consume", seq, partition, now_s))
+        super().on_consume(seq, partition, now_s)
+
+
+def test_a_killed_broker_stall_is_what_the_clients_saw(cluster, topic_name, monkeypatch):
+    monkeypatch.setattr(runner_canary, "CanaryLedger", _RecordingLedger)
+    run = Canary(client_settings(cluster.bootstrap_servers()), topic=topic_name, rate_per_s=200).start()
+    time.sleep(4)
+    cluster.kill("kafka-3")
+    time.sleep(8)
+    report = run.stop(drain_timeout_s=120)
+    cluster.start("kafka-3")
+    figures_ = report.to_dict()
+    assert report.sent > 1000, figures_
+    assert report.acknowledged == report.sent, figures_
+    assert report.lost == 0 and report.duplicated == 0 and report.out_of_order == 0, figures_
+    assert report.failed_sends == 0 and report.consumed == report.acknowledged, figures_
+    assert report.latency_p99_ms is not None and report.latency_max_ms >= report.latency_p99_ms, figures_
+    check_stalls_against_latency(figures_)
+
+    seen, start = run.ledger.seen, run.ledger.started_s
+    sent = {seq: (t, p) for kind, seq, p, t in seen if kind == "send"}
+    acked = {seq: t for kind, seq, _, t in seen if kind == "ack"}
+    # The produce stall ended with an acknowledgement on its partition, of a record that waited through it.
+    p, began = report.produce_stall_partition, start + report.produce_stall_at_s
+    ended = began + report.produce_stall_s
+    enders = [seq for seq, t in acked.items() if sent[seq][1] == p and abs(t - ended) <= ROUNDING_S]
+    assert any(sent[seq][0] <= began + ROUNDING_S for seq in enders), (figures_, enders)
+    # ... and nothing of that partition was acknowledged in between.
+    assert not [seq for seq, t in acked.items() if sent[seq][1] == p and began + ROUNDING_S < t < ended - ROUNDING_S]
+    if report.consume_stall_s > 0:
+        # The consume stall: records of its partition acknowledged and waiting, none of that partition read meanwhile.
+        p, began = report.consume_stall_partition, start + report.consume_stall_at_s
+        ended = began + report.consume_stall_s
+        reads = [t for kind, _, part, t in seen if kind == "consume" and part == p]
+        assert not [t for t in reads if began + ROUNDING_S < t < ended - ROUNDING_S], figures_
+        assert any(abs(t - ended) <= ROUNDING_S for t in reads), figures_
+        waiting = [seq for seq, t in acked.items() if sent[seq][1] == p and t <= began + ROUNDING_S]
+        consumed_at = {seq: t for kind, seq, _, t in seen if kind == "consume"}
+        assert any(consumed_at[seq] >= ended - ROUNDING_S for seq in waiting), figures_
 
 
 def test_canary_bad_duration_is_refused(cluster):
