@@ -29,6 +29,8 @@ class BookkeepingTopic:
         self._producer = None
         self._unacked = 0  # records sent and not yet checked by a flush
         self._errors: list[str] = []
+        self._tail = None  # the consumer of :meth:`tail`
+        self._first_ends: dict[int, int] | None = None  # each partition's end at the first read
 
     # ------------------------------------------------------------------ create
     def exists(self, admin) -> bool:
@@ -81,6 +83,8 @@ class BookkeepingTopic:
             bounds = self._bounds(consumer)
             if bounds is None:
                 return Ledger([])
+            if self._first_ends is None:
+                self._first_ends = {p: hi for p, (_lo, hi) in bounds.items()}
             ends = {p: hi for p, (lo, hi) in bounds.items() if hi > lo}
             starts = {p: lo for p, (lo, hi) in bounds.items() if hi > lo}
             if not ends:
@@ -157,6 +161,32 @@ class BookkeepingTopic:
         if got is None:
             raise StepFailed(f"cannot read the bookkeeping topic {self.topic}: {why[0]}; check its brokers, then run again")
         return None if got is absent else got
+
+    def tail(self) -> list[Record]:
+        """The records written since the first :meth:`read` (from the beginning when the topic did
+        not exist then) that have arrived since the last call, without waiting: a consumer kept
+        open fetches them in the background. Records kmigrate did not write are skipped here
+        (:meth:`read` refuses them)."""
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        if self._tail is None:
+            self._tail = Consumer(self.settings.confluent(**{
+                "group.id": "kmigrate-bookkeeping-tail",
+                "enable.auto.commit": False,
+                "enable.partition.eof": False,
+                "auto.offset.reset": "earliest",
+                "logger": _LIBRDKAFKA_LOG,
+            }))
+            starts = self._first_ends or {}
+            self._tail.assign([TopicPartition(self.topic, p, starts.get(p, OFFSET_BEGINNING)) for p in sorted(starts) or [0]])
+        out: list[Record] = []
+        for msg in self._tail.consume(num_messages=500, timeout=0):
+            if msg.error():
+                continue
+            rec = decode(msg.key(), msg.value(), msg.partition(), msg.offset())
+            if rec is not None:
+                out.append(rec)
+        return out
 
     # ------------------------------------------------------------------- write
     def append(self, records: Iterable[Record], wait: bool = True) -> None:
@@ -237,6 +267,9 @@ class BookkeepingTopic:
             )
 
     def close(self) -> None:
+        if self._tail is not None:
+            self._tail.close()
+            self._tail = None
         if self._producer is not None:
             self._producer.flush(5)
             self._producer = None

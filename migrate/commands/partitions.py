@@ -9,6 +9,7 @@ builds the request, renders events (rich progress for people, one JSON event per
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -36,7 +37,7 @@ BOOKKEEPING_OPTION = typer.Option(None, "--bookkeeping-topic", help=f"Topic reco
 
 def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, throttle, topics, exclude, resume,
                   on_stall, stall_timeout, poll_interval, max_moves_per_broker, max_moves_cluster, dry_run, force,
-                  bookkeeping_topic):
+                  bookkeeping_topic, command="kmigrate partitions"):
     """Options (and playbook / plan) -> :class:`~migrate.runner.partitions.PartitionsRequest`. BadInput on any problem."""
     from migrate.runner.partitions import PartitionsRequest
 
@@ -65,7 +66,24 @@ def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, 
         dry_run=dry_run,
         force=force,
         resume=resume,
+        command=command,
     )
+
+
+_NOT_REPEATED = {"--resume", "--cancel", "--dry-run", "--verbose", "-v"}
+
+
+def rerun_command(argv: list[str]) -> str:
+    """The operator's ``kmigrate partitions`` command line, to give again with ``--resume`` or
+    ``--cancel`` (without the flags that choose the mode).
+
+    >>> rerun_command(["partitions", "--playbook", "my migration.yaml", "--resume", "-O", "json"])
+    "kmigrate partitions --playbook 'my migration.yaml' -O json"
+    """
+    args = list(argv)
+    if args and args[0] == "partitions":
+        args = args[1:]
+    return shlex.join(["kmigrate", "partitions", *(a for a in args if a not in _NOT_REPEATED)])
 
 
 # ============================================================================ rendering
@@ -85,14 +103,16 @@ def _json_line(event: ev.Event) -> None:
 
 
 _SAID_IN_YELLOW = (ev.Stall, ev.IsrShort, ev.Held, ev.LeadersNotPreferred, ev.PartitionCancelled, ev.TopicGone,
-                   ev.StallCancelled, ev.WaitingForeign, ev.ForeignPlan, ev.Discovered, ev.LeftAlone, ev.Aborted)
+                   ev.StallCancelled, ev.WaitingForeign, ev.ForeignPlan, ev.Discovered, ev.LeftAlone, ev.Aborted,
+                   ev.Stopped)
 """Events whose message is the line (``kind: message``), in yellow."""
 
 
 class TextRenderer:
     """Events -> lines and rich progress bars (bytes copied per topic and overall, rate, ETA)."""
 
-    def __init__(self) -> None:
+    def __init__(self, verbose: bool = False) -> None:
+        self.verbose = verbose  # one line per throttle config too (else one line per kind of event)
         self.progress: Progress | None = None
         self.overall: TaskID | None = None
         self.tasks: dict[str, TaskID] = {}
@@ -150,6 +170,13 @@ class TextRenderer:
                 self._print(f"recorded {e.topic} (already on its new brokers)")
             else:
                 self._print(f"moved {e.topic}: {e.partitions_moved} partition(s), {_bytes(e.bytes)} in {e.seconds} s")
+        elif isinstance(e, ev.Aborted):
+            if e.error not in ("SIGINT", "SIGTERM"):  # a signal: the exit message says the same
+                self._print(f"stopped early: {e.message}", style="yellow")
+        elif isinstance(e, ev.LeftAlone):
+            self._print(f"left alone: {e.message}", style="yellow")
+        elif isinstance(e, ev.ForeignPlan):
+            self._print(f"note: {e.message}", style="yellow")
         elif isinstance(e, _SAID_IN_YELLOW):
             self._print(f"{e.kind}: {e.message}", style="yellow")
         elif isinstance(e, ev.Cancelled):
@@ -161,10 +188,16 @@ class TextRenderer:
         elif isinstance(e, ev.ThrottleSet):
             self._print(f"throttle {_bytes(e.rate_bytes_per_s)}/s set on brokers {e.brokers}")
         elif isinstance(e, ev.ThrottleAdopted):
-            self._print(f"throttle {e.config} of {_where(e)} set by an earlier run: kept for this run")
+            if self.verbose:
+                self._print(f"throttle {e.config} of {_where(e)} set by an earlier run: kept for this run")
         elif isinstance(e, ev.ThrottleCleared):
-            if e.action != "absent":
+            if e.action != "absent" and self.verbose:
                 self._print(f"throttle {e.config} of {_where(e)}: {e.action}")
+        elif isinstance(e, (ev.ThrottlesAdopted, ev.ThrottlesRemoved)):
+            self._print(e.message)
+        elif isinstance(e, ev.RunStarted):
+            if self.verbose:
+                self._print(f"run {e.run_id} on {e.host}, pid {e.pid}")
         elif isinstance(e, ev.Adopted):
             self._print(f"adopted {len(e.partitions)} reassignment(s) already in flight")
         elif isinstance(e, ev.Resume):
@@ -184,8 +217,8 @@ def _done_line(e: ev.RunDone | ev.CancelDone | ev.CancelDryRun) -> str:
     if isinstance(e, ev.CancelDryRun):
         return f"dry run: would cancel {len(e.would_cancel)} reassignment(s)"
     if isinstance(e, ev.CancelDone):
-        return (f"cancelled {e.cancelled} reassignment(s); {e.left_alone} not started by kmigrate left alone; "
-                "kmigrate's throttles removed")
+        return (f"cancelled {e.cancelled} reassignment(s) kmigrate started (reverted, no longer in flight); "
+                f"{e.left_alone} left alone; kmigrate's throttles no move in flight needs are removed")
     if e.dry_run:
         return (f"dry run: {len(e.topics_to_move)} topic(s), {e.partitions_to_move} partition(s) "
                 "would move; nothing was changed")
@@ -207,7 +240,7 @@ def partitions(
     topics: Optional[str] = typer.Option(None, "--topics", help="Only topics matching this regular expression (in full)."),
     exclude: Optional[str] = typer.Option(None, "--exclude", help="Leave out topics matching this regular expression (in full)."),
     resume: bool = typer.Option(False, "--resume", help="Continue a migration (a plain rerun does the same: adopts moves in flight, clears stale throttles)."),
-    cancel: bool = typer.Option(False, "--cancel", help="Cancel every reassignment kmigrate started (they revert; --topics/--exclude narrow it) and remove its throttles."),
+    cancel: bool = typer.Option(False, "--cancel", help="Cancel every reassignment kmigrate started, by any run (they revert; --topics/--exclude narrow it); a running partitions stops (exit 3); once they are reverted, remove kmigrate's throttles."),
     on_stall: str = typer.Option("report", "--on-stall", help="report: say which partition and broker make no progress; cancel: also cancel those partitions."),
     stall_timeout: str = typer.Option("120s", "--stall-timeout", help="No byte progress for this long is a stall (e.g. 90s, 5m)."),
     poll_interval: str = typer.Option("500ms", "--poll-interval", help="How often to look at the reassignments (e.g. 1s, 500ms)."),
@@ -217,9 +250,13 @@ def partitions(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be reassigned; change nothing."),
     force: bool = typer.Option(False, "--force", help="Move even with under-replicated/offline partitions or a dead target broker."),
     output: OutputFormat = OUTPUT_OPTION,
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Text output: one line per throttle config adopted or removed (--output json always has them)."),
 ) -> None:
-    """Move every topic to the new brokers through a bookkeeping topic, throttled, resumable from any crash."""
-    render = _json_line if output == OutputFormat.json else TextRenderer()
+    """Move every topic to the new brokers through a bookkeeping topic, throttled, resumable from any crash.
+
+    Exit codes: 0 done, 1 a step failed, 2 bad input or another run is moving (nothing changed),
+    3 stopped by kmigrate partitions --cancel, 130 SIGINT, 143 SIGTERM (moves in flight keep their throttles)."""
+    render = _json_line if output == OutputFormat.json else TextRenderer(verbose)
     if cancel:
         from migrate.runner.cancel import cancel_partitions
 
@@ -239,7 +276,7 @@ def partitions(
         bootstrap_server=bootstrap_server, command_config=command_config, mapping=mapping, playbook=playbook, plan=plan,
         throttle=throttle, topics=topics, exclude=exclude, resume=resume, on_stall=on_stall, stall_timeout=stall_timeout,
         poll_interval=poll_interval, max_moves_per_broker=max_moves_per_broker, max_moves_cluster=max_moves_cluster,
-        dry_run=dry_run, force=force, bookkeeping_topic=bookkeeping_topic,
+        dry_run=dry_run, force=force, bookkeeping_topic=bookkeeping_topic, command=rerun_command(sys.argv[1:]),
     )
     try:
         run_partitions(request, render)
@@ -271,12 +308,27 @@ def status(
                   f"{'' if st['bookkeeping_exists'] else ', not created yet'})")
     table = Table(show_header=False, box=None)
     table.add_row("mapping", ", ".join(f"{k}->{v}" for k, v in st["mapping"].items()) or "-")
+    if len(st["migration_plan_ids"]) > 1:
+        table.add_row("same migration", "plans " + ", ".join(st["migration_plan_ids"]) + " (same broker mapping)")
     table.add_row("topics recorded", f"{st['topics_recorded']} of {st['topics_total']}")
     table.add_row("partitions on old brokers", f"{st['partitions_on_old_brokers']} (in {len(st['topics_on_old_brokers'])} topic(s))")
     table.add_row("reassignments in flight", f"{st['reassignments_in_flight']} ({len(st['reassignments_kmigrate'])} by kmigrate)")
     table.add_row("leaders not preferred", str(st["leaders_not_preferred"]))
     ours = [t for t in st["throttles"] if t["kmigrate"]]
-    table.add_row("throttle configs", f"{len(st['throttles'])} ({len(ours)} set by kmigrate)")
+    needed = [t for t in ours if t["needed"]]
+    table.add_row("throttle configs", f"{len(st['throttles'])} ({len(ours)} set by kmigrate"
+                  + (f", {len(needed)} needed by its moves in flight: kept until they end" if needed else "") + ")")
+    runs = st["runs"]
+    for r in runs["alive"]:
+        table.add_row("running", f"kmigrate partitions on {r['host']}, pid {r['pid']}, since {r['started']} "
+                                 "(kmigrate partitions --cancel stops it)")
+    if not runs["alive"] and runs["latest"]:
+        r = runs["latest"]
+        how = "ended" if r["state"] == "ended" else "stopped without a word (killed?)"
+        table.add_row("last run", f"{r['host']}, pid {r['pid']}, started {r['started']}, {how} at {r['time']}")
+    if runs["latest_cancel"]:
+        c = runs["latest_cancel"]
+        table.add_row("last --cancel", f"{c['host']}, pid {c['pid']}, at {c['time']}")
     if st["foreign_plans"]:
         table.add_row("other plans recorded", ", ".join(f"{k} ({v} topics)" for k, v in st["foreign_plans"].items()))
     if st["duplicates"]:

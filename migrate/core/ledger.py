@@ -22,7 +22,13 @@ It is how a migration survives a crash of kmigrate: every run reads it from the 
                  about to append (only those that were not already there)
   throttle-cleared ``scope`` (``broker``/``topic``), ``broker`` or ``topic``, ``config``
   cancelled      ``topic``, ``partitions``
+  run            ``run_id``, ``host``, ``pid``, ``state`` (``started``/``alive``/``ended``),
+                 ``started``: a ``partitions`` run says it is running (a heartbeat) or ended
+  cancel-requested ``host``, ``pid``: ``partitions --cancel`` asks every running run to stop
   ============== ===========================================================================
+
+Versions before ``run`` and ``cancel-requested`` refuse a topic that holds them (a record they
+did not write): a migration is finished or cancelled with the version that started it.
 
 Writing the throttle records first means a crash at any line leaves no throttle kmigrate cannot
 find; recording only the entries it added means it never removes a throttle someone else set.
@@ -36,13 +42,28 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 DEFAULT_TOPIC = "__kmigrate_migration"
 """The bookkeeping topic's name unless the playbook or ``--bookkeeping-topic`` says otherwise."""
 
 SCHEMA = "kmigrate.bookkeeping/1"
-KINDS = ("plan", "topic-moved", "submitted", "throttle-broker", "throttle-topic", "throttle-cleared", "cancelled")
+KINDS = ("plan", "topic-moved", "submitted", "throttle-broker", "throttle-topic", "throttle-cleared", "cancelled",
+         "run", "cancel-requested")
+
+RUN_HEARTBEAT_S = 5.0
+"""How often a running ``partitions`` writes its ``run`` record (state ``alive``)."""
+
+RUN_STALE_S = 60.0
+"""A run whose last ``run`` record is older than this (and not ``ended``) crashed or was killed."""
+
+def _ids(plan_ids) -> frozenset[str]:
+    return frozenset([plan_ids]) if isinstance(plan_ids, str) else frozenset(plan_ids)
+
+
+def record_time_s(value: Mapping[str, Any]) -> float:
+    """A record's ``time`` as Unix seconds."""
+    return datetime.fromisoformat(value["time"]).timestamp()
 
 
 
@@ -114,27 +135,30 @@ class Ledger:
 
     records: list[Record] = field(default_factory=list)
 
-    def moved(self, plan_id: str) -> dict[str, Record]:
-        """Topics recorded as moved by ``plan_id`` (first record of each)."""
+    def moved(self, plan_id: str | Iterable[str]) -> dict[str, Record]:
+        """Topics recorded as moved by ``plan_id`` (or any of several ids: one migration; first record of each)."""
         out: dict[str, Record] = {}
+        ids = _ids(plan_id)
         for r in self.records:
-            if r.kind == "topic-moved" and r.plan_id == plan_id:
+            if r.kind == "topic-moved" and r.plan_id in ids:
                 out.setdefault(r.value["topic"], r)
         return out
 
-    def moved_counts(self, plan_id: str) -> dict[str, int]:
-        """How many times each topic was recorded as moved by ``plan_id`` (should be 1)."""
+    def moved_counts(self, plan_id: str | Iterable[str]) -> dict[str, int]:
+        """How many times each topic was recorded as moved by ``plan_id`` (or several ids; should be 1)."""
         out: dict[str, int] = {}
+        ids = _ids(plan_id)
         for r in self.records:
-            if r.kind == "topic-moved" and r.plan_id == plan_id:
+            if r.kind == "topic-moved" and r.plan_id in ids:
                 out[r.value["topic"]] = out.get(r.value["topic"], 0) + 1
         return out
 
-    def foreign_moved(self, plan_id: str) -> dict[str, list[str]]:
-        """Other plan ids -> the topics they recorded (reported, not trusted)."""
+    def foreign_moved(self, plan_id: str | Iterable[str]) -> dict[str, list[str]]:
+        """Other plan ids (not ``plan_id``, nor any of several) -> the topics they recorded (reported, not trusted)."""
         out: dict[str, list[str]] = {}
+        ids = _ids(plan_id)
         for r in self.records:
-            if r.kind == "topic-moved" and r.plan_id != plan_id:
+            if r.kind == "topic-moved" and r.plan_id not in ids:
                 topics = out.setdefault(r.plan_id, [])
                 if r.value["topic"] not in topics:
                     topics.append(r.value["topic"])
@@ -148,11 +172,12 @@ class Ledger:
                 out[r.plan_id] = r.value
         return out
 
-    def submitted(self, plan_id: str | None = None) -> dict[tuple[str, int], tuple[int, ...]]:
-        """(topic, partition) -> the target kmigrate last submitted (one plan id, or any)."""
+    def submitted(self, plan_id: str | Iterable[str] | None = None) -> dict[tuple[str, int], tuple[int, ...]]:
+        """(topic, partition) -> the target kmigrate last submitted (one plan id, several, or any)."""
         out: dict[tuple[str, int], tuple[int, ...]] = {}
+        ids = None if plan_id is None else _ids(plan_id)
         for r in self.records:
-            if r.kind == "submitted" and (plan_id is None or r.plan_id == plan_id):
+            if r.kind == "submitted" and (ids is None or r.plan_id in ids):
                 for p, target in r.value["partitions"].items():
                     out[(r.value["topic"], int(p))] = tuple(int(b) for b in target)
         return out
@@ -190,3 +215,64 @@ class Ledger:
             elif r.kind == "throttle-cleared" and v.get("scope") == "topic":
                 out.pop((v["topic"], v["config"]), None)
         return out
+
+    # ------------------------------------------------------------ one migration
+    def migration(self, plan_id: str | None, mapping: Mapping[int, int] | None = None) -> tuple[str, ...]:
+        """The plan ids that name the same migration as ``plan_id``: itself and every plan recorded
+        with the same broker mapping (``mapping``, else the one recorded for ``plan_id``).
+
+        A migration is its intent, the old -> new mapping: the plan file (``kmigrate plan``, its
+        id a digest of its moves), the playbook alone (``mapping-1.4-...``) and a plan made again
+        later from the same playbook are one migration, whichever one a run or ``status`` is given.
+        Without ``plan_id``: the latest plan recorded (``()`` when none is)."""
+        plans = self.plans()
+        if plan_id is None:
+            if not plans:
+                return ()
+            plan_id = list(plans)[-1]
+        if mapping is None and plan_id in plans:
+            mapping = {int(k): int(v) for k, v in plans[plan_id]["mapping"].items()}
+        want = {str(k): int(v) for k, v in (mapping or {}).items()}
+        same = [p for p, v in plans.items() if p != plan_id and want
+                and {str(k): int(b) for k, b in v.get("mapping", {}).items()} == want]
+        return (plan_id, *same)
+
+    # ----------------------------------------------------------- in flight
+    def started_by_kmigrate(self, flights: Mapping[tuple[str, int], Any]) -> list[tuple[str, int]]:
+        """The reassignments in flight (key -> anything with a ``target``) that kmigrate started:
+        the partition's last ``submitted`` record, of any plan and any run, names the target now
+        in flight. The one definition ``status``, ``--cancel`` and every exit of a run use.
+
+        List the reassignments *before* reading the ledger: a run records a submission before it
+        sends it, so every move listed then has its record in the ledger read after."""
+        submitted = self.submitted(None)
+        return sorted(k for k, f in flights.items() if k in submitted and tuple(f.target) == submitted[k])
+
+    # -------------------------------------------------------------- runs
+    def runs(self) -> dict[str, Mapping[str, Any]]:
+        """run id -> the latest ``run`` record value of each ``partitions`` run."""
+        out: dict[str, Mapping[str, Any]] = {}
+        for r in self.records:
+            if r.kind == "run":
+                out[r.value["run_id"]] = r.value
+        return out
+
+    def live_runs(self, now_s: float, host: str, pid_alive: Callable[[int], bool],
+                  stale_s: float = RUN_STALE_S, but: str | None = None) -> list[Mapping[str, Any]]:
+        """Runs (other than run id ``but``) that have not ended and are alive: on ``host`` (this
+        machine) its pid is alive (``pid_alive``); elsewhere its last heartbeat is younger than
+        ``stale_s``. A run killed or crashed is not live: a rerun adopts its work."""
+        out = []
+        for run_id, v in self.runs().items():
+            if run_id == but or v.get("state") == "ended":
+                continue
+            if v.get("host") == host:
+                if pid_alive(int(v.get("pid", -1))):
+                    out.append(v)
+            elif now_s - record_time_s(v) < stale_s:
+                out.append(v)
+        return out
+
+    def cancel_requests(self) -> list[Record]:
+        """Every ``cancel-requested`` record, in order."""
+        return [r for r in self.records if r.kind == "cancel-requested"]

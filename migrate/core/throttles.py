@@ -14,7 +14,7 @@ lists (``leader/follower.replication.throttled.replicas``, ``partition:broker`` 
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from migrate.core.moves import PartitionMove
 
@@ -176,3 +176,20 @@ def list_removal(present: set[str], recorded: set[str]) -> tuple[str, str | None
     if not ours:
         return None
     return ("delete", None) if present <= recorded else ("subtract", format_entries(sorted(ours)))
+
+
+def needed_by(flights: Mapping[tuple[str, int], Any]) -> tuple[frozenset[str], frozenset[int]]:
+    """(topics, brokers) whose throttles the reassignments in flight need (key -> an ``InFlight``):
+    the topics of the moves, and every broker a move copies from or to (its replicas listed in
+    flight, the original and the target). Whatever else kmigrate set may go.
+
+    >>> from migrate.core.moves import InFlight
+    >>> needed_by({("t", 0): InFlight((4, 1), adding=(4,), removing=(1,))})
+    (frozenset({'t'}), frozenset({1, 4}))
+    """
+    topics: set[str] = set()
+    brokers: set[int] = set()
+    for (topic, _p), f in flights.items():
+        topics.add(topic)
+        brokers.update(getattr(f, "replicas", ()))
+    return frozenset(topics), frozenset(brokers)

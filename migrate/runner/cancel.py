@@ -1,24 +1,35 @@
 """``kmigrate partitions --cancel``: stop the reassignments kmigrate started and remove its throttles.
 
-Only reassignments whose target is the one kmigrate recorded submitting are cancelled (cancel =
-send no target; the partition reverts to its original replicas); others are reported and left
-alone. The bookkeeping topic records the cancellation; kmigrate's throttles are removed after.
+1. a ``cancel-requested`` record is written: a ``partitions`` run that is moving sees it on its
+   next look, submits nothing more and stops (exit 3) once its moves are reverted;
+2. then, until nothing of kmigrate's is in flight and no run is alive (or the timeout): the
+   reassignments are listed, the bookkeeping topic read (in that order: a run records a submission
+   before it sends it), every move kmigrate started (:meth:`migrate.core.ledger.Ledger.started_by_kmigrate`,
+   the definition ``status`` uses: any run, any plan) is cancelled (cancel = send no target; the
+   partition reverts to its original replicas), waited for until it is no longer listed, and recorded;
+3. only then kmigrate's throttles are removed, except those a move of kmigrate's still in flight
+   needs (one left out by ``--topics``/``--exclude``): :func:`migrate.runner.throttles.release_throttles`.
+
+Reassignments started by someone else, or left out by ``--topics``/``--exclude``, are named with
+why and left alone.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any, Iterable
+import socket
+from typing import Any, Iterable, Mapping
 
 from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.kafka import ReassignmentAdmin
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.ledger import Ledger, make_record
 from migrate.core.mapping import select_topics
-from migrate.core.moves import errors_line
+from migrate.core.moves import InFlight, errors_line
 from migrate.errors import StepFailed
 from migrate.runner.events import CancelDone, CancelDryRun, Cancelled, Emit, LeftAlone, WarningEvent
-from migrate.runner.throttles import clear_recorded_throttles, now_s
+from migrate.runner.throttles import now_s, release_throttles
 from migrate.runner.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll
 
 NOT_MOVING = "NoReassignmentInProgressError"
@@ -45,39 +56,61 @@ def wait_not_in_flight(admin: ReassignmentAdmin, keys: Iterable[tuple[str, int]]
     return left
 
 
+Key = tuple[str, int]
+
+
+def _sort_flights(ledger: Ledger, flights: Mapping[Key, InFlight], include: re.Pattern[str] | None,
+                  exclude: re.Pattern[str] | None) -> tuple[list[Key], dict[Key, str]]:
+    """(kmigrate's moves to cancel, the others -> why they are left alone)."""
+    chosen = set(select_topics({t for t, _ in flights}, include, exclude))
+    started = set(ledger.started_by_kmigrate(flights))
+    ours = sorted(k for k in started if k[0] in chosen)
+    why = {k: ("started by kmigrate, left out by --topics/--exclude" if k in started
+               else "not started by kmigrate (no bookkeeping record submits this target)")
+           for k in flights if k not in ours}
+    return ours, why
+
+
 def cancel_partitions(client: ClientSettings, bookkeeping_topic: str, emit: Emit, plan_id: str = "cancel",
-                      dry_run: bool = False, timeout_s: float = 120.0, include: re.Pattern[str] | None = None,
-                      exclude: re.Pattern[str] | None = None) -> dict[str, Any]:
-    """Cancel every in-flight reassignment kmigrate started (its ``submitted`` records, any plan,
-    with the same target as in flight; only topics matching ``include`` / not ``exclude`` when
-    given), wait until none is left, and remove kmigrate's throttles. Reassignments started by
-    someone else are reported and left alone."""
+                      dry_run: bool = False, timeout_s: float = 300.0, include: re.Pattern[str] | None = None,
+                      exclude: re.Pattern[str] | None = None, clock: Clock | FakeClock = SYSTEM_CLOCK) -> dict[str, Any]:
+    """Cancel every in-flight reassignment kmigrate started (see the module docstring), make a
+    running ``partitions`` run stop, wait until the moves are reverted and the run has ended, then
+    remove kmigrate's throttles that no move in flight needs."""
     admin = ReassignmentAdmin(client)
     book = BookkeepingTopic(client, bookkeeping_topic)
     try:
-        ledger = book.read() if book.exists(admin.admin) else Ledger([])
-        submitted = ledger.submitted(None)
+        exists = book.exists(admin.admin)
         flights = admin.list_reassignments()
-        chosen = set(select_topics({t for t, _ in flights}, include, exclude))
-        ours = {k: f for k, f in flights.items()
-                if k in submitted and tuple(f.target) == tuple(submitted[k]) and k[0] in chosen}
-        others = sorted(k for k in flights if k not in ours)
-        if others:
-            emit(LeftAlone(partitions=[f"{t}-{p}" for t, p in others],
-                           message=f"{len(others)} reassignment(s) in flight were not started by kmigrate: left alone"))
+        ledger = book.read() if exists else Ledger([])
+        ours, why = _sort_flights(ledger, flights, include, exclude)
         if dry_run:
-            dry = CancelDryRun(would_cancel=[f"{t}-{p}" for t, p in sorted(ours)],
+            _left_alone(emit, why)
+            dry = CancelDryRun(would_cancel=[f"{t}-{p}" for t, p in ours],
                                throttles_recorded=len(ledger.broker_throttles()) + len(ledger.topic_throttles()))
             emit(dry)
             return dry.as_dict()
-        left = _cancel_ours(admin, book, ledger, sorted(ours), plan_id, emit, timeout_s) if ours else []
-        problems = clear_recorded_throttles(admin, book, ledger, plan_id, emit) if book.exists(admin.admin) else []
-        for p in problems:
+        if not exists:
+            _left_alone(emit, why)
+            done = CancelDone(cancelled=0, left_alone=len(why), throttle_problems=[])
+            emit(done)
+            return done.as_dict()
+        plans = list(ledger.plans())
+        plan_id = plans[-1] if plans else plan_id
+        book.append([make_record(plan_id, "cancel-requested", f"{socket.gethostname()}/{os.getpid()}", now_s(),
+                                 host=socket.gethostname(), pid=os.getpid())])
+        cancelled, why = _cancel_until_quiet(admin, book, plan_id, emit, timeout_s, include, exclude, clock)
+        released = release_throttles(admin, book, plan_id, emit)
+        for p in released.problems:
             emit(WarningEvent(message=p))
+        _left_alone(emit, why)
+        listed = set(admin.list_reassignments())
+        left = sorted(k for k in cancelled if k in listed)
         if left:
             raise StepFailed(f"{len(left)} reassignment(s) are still listed after {timeout_s:.0f} s: "
-                             f"{', '.join(f'{t}-{p}' for t, p in left[:5])}; run --cancel again")
-        done = CancelDone(cancelled=len(ours), left_alone=len(others), throttle_problems=problems)
+                             f"{', '.join(f'{t}-{p}' for t, p in left[:5])}; kmigrate's throttles are kept for them; "
+                             "run --cancel again")
+        done = CancelDone(cancelled=len(cancelled), left_alone=len(why), throttle_problems=released.problems)
         emit(done)
         return done.as_dict()
     finally:
@@ -85,9 +118,61 @@ def cancel_partitions(client: ClientSettings, bookkeeping_topic: str, emit: Emit
         admin.close()
 
 
-def _cancel_ours(admin: ReassignmentAdmin, book: BookkeepingTopic, ledger: Ledger, ours: list[tuple[str, int]],
-                 plan_id: str, emit: Emit, timeout_s: float) -> list[tuple[str, int]]:
-    """Cancel ``ours``, wait for them to stop, record it; return those still listed at the timeout."""
+def _cancel_until_quiet(admin: ReassignmentAdmin, book: BookkeepingTopic, plan_id: str, emit: Emit, timeout_s: float,
+                        include, exclude, clock) -> tuple[list[Key], dict[Key, str]]:
+    """Cancel kmigrate's moves again and again until none is in flight and no ``partitions`` run
+    is alive (it may submit once more before it sees the cancel record), or ``timeout_s``."""
+    cancelled: list[Key] = []
+    why: dict[Key, str] = {}
+    deadline = clock.now() + timeout_s
+    while True:
+        flights = admin.list_reassignments()  # before the ledger (see the module docstring)
+        ledger = book.read()
+        ours, why = _sort_flights(ledger, flights, include, exclude)
+        runs = ledger.live_runs(now_s(), socket.gethostname(), pid_alive)
+        if ours:
+            left = _cancel_ours(admin, book, ledger, ours, plan_id, emit, max(1.0, deadline - clock.now()))
+            cancelled += [k for k in ours if k not in cancelled]
+            if left:
+                return cancelled, why
+        elif not runs or clock.now() >= deadline:
+            if runs:
+                emit(WarningEvent(message=f"a partitions run (host {runs[-1].get('host')}, pid {runs[-1].get('pid')}) "
+                                          f"is still running after {timeout_s:.0f} s"))
+            return cancelled, why
+        else:
+            clock.sleep(0.5)  # a run is alive: it stops once it sees the cancel record
+
+
+def pid_alive(pid: int) -> bool:
+    """True when a process ``pid`` exists on this machine (a run's ``run`` record names its pid)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _left_alone(emit: Emit, why: Mapping[Key, str]) -> None:
+    if not why:
+        return
+    names = {f"{t}-{p}": w for (t, p), w in sorted(why.items())}
+    kinds: dict[str, list[str]] = {}
+    for name, w in names.items():
+        kinds.setdefault(w, []).append(name)
+    emit(LeftAlone(partitions=list(names), reasons=names,
+                   message="; ".join(f"{len(ns)} reassignment(s) left alone, {w}: {', '.join(ns[:10])}"
+                                     f"{'...' if len(ns) > 10 else ''}" for w, ns in kinds.items())))
+
+
+def _cancel_ours(admin: ReassignmentAdmin, book: BookkeepingTopic, ledger: Ledger, ours: list[Key],
+                 plan_id: str, emit: Emit, timeout_s: float) -> list[Key]:
+    """Cancel ``ours``, wait until they are no longer listed (back on their original replicas),
+    record it; return those still listed at the timeout."""
     bad = send_cancels(admin, ours)
     if bad:
         raise StepFailed(f"cancelling failed for {errors_line(bad)}; throttles are kept: run --cancel again")
@@ -97,6 +182,8 @@ def _cancel_ours(admin: ReassignmentAdmin, book: BookkeepingTopic, ledger: Ledge
         by_topic.setdefault(t, []).append(p)
     book.append([make_record(pid, "cancelled", t, now_s(), topic=t, partitions=ps)
                  for t, ps in by_topic.items() for pid in [ledger.plan_of_submission(t) or plan_id]])
-    emit(Cancelled(partitions=[f"{t}-{p}" for t, p in ours],
-                   message=f"cancelled {len(ours)} reassignment(s); they are back on their original replicas"))
+    names = [f"{t}-{p}" for t, p in ours if (t, p) not in left]
+    emit(Cancelled(partitions=names,
+                   message=f"cancelled {len(names)} reassignment(s) kmigrate started, back on their original "
+                           f"replicas: {', '.join(names[:10])}{'...' if len(names) > 10 else ''}"))
     return left

@@ -154,6 +154,30 @@ class ThrottleCleared(Event):
     entries: int = OMIT
 
 
+@_kind("throttles-adopted")
+class ThrottlesAdopted(Event):
+    """One line for every ``throttle-adopted`` of a look at the throttles an earlier run left."""
+
+    configs: int
+    topics: list[str]
+    brokers: list[int]
+    message: str
+
+
+@_kind("throttles-removed")
+class ThrottlesRemoved(ThrottlesAdopted):
+    """One line for every ``throttle-cleared`` (removed or restored) of one removal (same fields)."""
+
+
+@_kind("run-started")
+class RunStarted(Event):
+    """This run's id, host and pid, as recorded in the bookkeeping topic (``run`` records)."""
+
+    run_id: str
+    host: str
+    pid: int
+
+
 @_kind("topic-gone")
 class TopicGone(Event):
     topic: str
@@ -286,9 +310,26 @@ class Discovered(Event):
 
 @_kind("aborted")
 class Aborted(Event):
+    """A run ended early (a signal, an error): what kmigrate left in flight and kept throttled."""
+
     error: str
     in_flight: int
     throttle_problems: list[str]
+    message: str
+    in_flight_partitions: list[str] = OMIT
+    throttled_topics: list[str] = OMIT
+    throttled_brokers: list[int] = OMIT
+    resume_command: str = OMIT
+    cancel_command: str = OMIT
+
+
+@_kind("stopped")
+class Stopped(Event):
+    """The run saw ``kmigrate partitions --cancel`` and stopped (its moves reverted)."""
+
+    by: str
+    reverted: list[str]
+    finished: list[str]
     message: str
 
 
@@ -312,6 +353,7 @@ class RunDone(Event):
 class LeftAlone(Event):
     partitions: list[str]
     message: str
+    reasons: dict[str, str] = OMIT  # partition -> why it was left alone
 
 
 @_kind("cancelled")
@@ -338,6 +380,7 @@ PARTITION_EVENTS: tuple[type[Event], ...] = (
     WarningEvent, Start, WouldMove, WouldRecord, ForeignPlan, BookkeepingCreated, Resume, ThrottleSet, ThrottleAdopted,
     ThrottleCleared, TopicGone, PartitionDone, PartitionCancelled, ForeignFinished, WaitingForeign, Held, IsrShort,
     Stall, StallOver, StallCancelled, Adopted, Submitted, TopicCancelled, TopicDone, LeadersNotPreferred, Progress,
-    Discovered, Aborted, RunDone, LeftAlone, Cancelled, CancelDone, CancelDryRun,
+    Discovered, Aborted, RunDone, LeftAlone, Cancelled, CancelDone, CancelDryRun, ThrottlesAdopted, ThrottlesRemoved,
+    RunStarted, Stopped,
 )
 """Every event ``kmigrate partitions`` emits, in about the order a run emits them."""

@@ -24,7 +24,18 @@ kept by :mod:`migrate.runner.throttles`, ``--cancel`` is :mod:`migrate.runner.ca
 8. when nothing is left, topics are listed again (topics created meanwhile) until none is new;
    the brokers' throttle rates are restored.
 
-Throttles are removed on every exit but SIGKILL; after a SIGKILL the next run removes them.
+Throttles a move of kmigrate's still in flight needs are never removed: on every exit (done, an
+error, SIGINT: exit 130, SIGTERM: exit 143) the run removes the throttles of topics whose moves are
+over and keeps, recorded, those of moves in flight (:func:`migrate.runner.throttles.release_throttles`);
+the exit message names what is still moving and the ``--resume`` / ``--cancel`` commands. After a
+SIGKILL the next run adopts or removes them.
+
+Overlapping runs: a run writes ``run`` records (started, a heartbeat every few seconds, ended) to the
+bookkeeping topic. A run that finds another run alive (same host: its pid exists; another host: a
+heartbeat younger than :data:`migrate.core.ledger.RUN_STALE_S`) refuses before changing anything
+(exit 2), naming it. ``--cancel`` writes a ``cancel-requested`` record; a running run reads the
+records written after its start on every look, stops submitting, lets ``--cancel`` revert its moves
+and exits with :data:`EXIT_STOPPED` (3), saying who cancelled it.
 
 Testing hook (:func:`migrate.runner.events.crash_point`): ``KMIGRATE_CRASH_AT=<point>[:<n>]``
 makes the process SIGKILL itself the n-th time (default first) it reaches ``<point>``: ``after-throttle`` (throttles set, nothing submitted),
@@ -34,14 +45,19 @@ topic verified on target, not yet recorded). Used by the resume tests only.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import socket
+import uuid
+from datetime import datetime, timezone
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
 from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.kafka import ReassignmentAdmin, transient_error
 from migrate.core.clientconfig import ClientSettings
-from migrate.core.ledger import Ledger, Record, make_record
+from migrate.core.ledger import RUN_HEARTBEAT_S, Ledger, Record, make_record
 from migrate.core.mapping import select_topics
 from migrate.core.model import Broker, Partition, Topic
 from migrate.core.moves import (
@@ -53,15 +69,16 @@ from migrate.core.phases import (
 )
 from migrate.core.scheduler import SMALL_MOVE_SECONDS, Caps, schedule
 from migrate.core.throttles import fill_throttle_lists
-from migrate.errors import BadInput, StepFailed
-from migrate.runner.cancel import send_cancels, wait_not_in_flight
+from migrate.core.units import format_bytes
+from migrate.errors import BadInput, KmigrateError, StepFailed
+from migrate.runner.cancel import pid_alive, send_cancels, wait_not_in_flight
 from migrate.runner.events import (
     OMIT, Aborted, Adopted, BookkeepingCreated, Discovered, Emit, ForeignFinished, ForeignPlan, Held, IsrShort,
     LeadersNotPreferred, PartitionCancelled, PartitionDone, Progress, Resume, RunDone, Stall, StallCancelled, StallOver,
-    Start, Submitted, TopicCancelled, TopicDone, TopicGone, WaitingForeign, WarningEvent, WouldMove, WouldRecord,
-    crash_point,
+    RunStarted, Start, Stopped, Submitted, TopicCancelled, TopicDone, TopicGone, WaitingForeign, WarningEvent, WouldMove,
+    WouldRecord, crash_point,
 )
-from migrate.runner.throttles import Throttles, clear_recorded_throttles, now_s
+from migrate.runner.throttles import Released, Throttles, ThrottleTally, clear_recorded_throttles, now_s, release_throttles
 from migrate.runner.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll
 
 Key = tuple[str, int]  # (topic, partition)
@@ -87,6 +104,31 @@ class PartitionsRequest:
     dry_run: bool = False
     force: bool = False
     resume: bool = False
+    command: str = "kmigrate partitions"  # the command line to give again with --resume / --cancel
+
+
+EXIT_STOPPED = 3
+"""Exit code of a run stopped by ``kmigrate partitions --cancel`` (its moves reverted)."""
+
+
+class Interrupted(KmigrateError):
+    """SIGINT (exit 130) or SIGTERM (exit 143): the message says what is left in flight."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class StoppedByCancel(KmigrateError):
+    """The run saw ``kmigrate partitions --cancel`` and stopped (exit :data:`EXIT_STOPPED`)."""
+
+    exit_code = EXIT_STOPPED
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the run is, as Ctrl-C raises KeyboardInterrupt."""
+
+
 
 
 UNANSWERED_LOOK_S = 300.0
@@ -189,11 +231,19 @@ class PartitionMover:
         self.changed = False  # set once kmigrate may have changed the cluster
         self.halted: str | None = None  # why no more work is submitted (a --cancel from outside)
         self.dirty: set[str] = set()  # topics whose moves in flight changed: throttle lists to update
+        self.run_id = uuid.uuid4().hex[:12]
+        self.host = socket.gethostname()
+        self.pid = os.getpid()
+        self.beat_s: float | None = None  # when this run's last ``run`` record was written (None: not yet)
+        self.cancel_seen: Record | None = None  # a ``cancel-requested`` record written after this run began
+        self.started_at = ""  # ISO 8601, UTC: when this run began (its ``run`` records)
+        self.migration: tuple[str, ...] = (request.plan_id,)  # plan ids naming this migration (same mapping)
 
     # ------------------------------------------------------------------ public
     def run(self) -> dict[str, Any]:
         rq = self.rq
         self.started_s = self.clock.now()
+        self.started_at = datetime.fromtimestamp(now_s(), tz=timezone.utc).isoformat(timespec="seconds")
         try:
             if not rq.dry_run:
                 # the bookkeeping writer fetches its producer id (idempotence) while the cluster is read
@@ -209,12 +259,28 @@ class PartitionMover:
             self._finish()
             return self._summary()
         except BaseException as exc:
-            if self.changed:
-                self._cleanup_on_error(exc)
+            message = self._cleanup_on_error(exc) if self.changed else None
+            if isinstance(exc, KeyboardInterrupt):
+                signame, code = ("SIGTERM", 143) if isinstance(exc, Terminated) else ("SIGINT", 130)
+                raise Interrupted(f"interrupted ({signame}): " + (message or "nothing was changed"), code) from None
             raise
         finally:
+            self._beat("ended")
             self.book.close()
             self.admin.close()
+
+    def _beat(self, state: str) -> None:
+        """Write this run's ``run`` record (started, alive, ended); never raises on the way out."""
+        if self.beat_s is None and state != "started":
+            return
+        try:
+            self.book.append([make_record(self.rq.plan_id, "run", self.run_id, now_s(), run_id=self.run_id,
+                                          host=self.host, pid=self.pid, state=state, started=self.started_at)],
+                             wait=state == "ended")
+            self.beat_s = self.clock.now()
+        except Exception as exc:  # the next heartbeat tries again; a run that ended is seen as dead by its pid
+            if state == "ended":
+                self.emit(WarningEvent(message=f"cannot record the end of this run: {exc}"))
 
     # ------------------------------------------------------------- preparation
     def _prepare(self) -> Ledger:
@@ -233,14 +299,18 @@ class PartitionMover:
         ledger = Ledger([])
         if self.book.exists(self.admin.admin):
             ledger = self.book.read()
-        self.recorded = set(ledger.moved(rq.plan_id))
-        self.submitted_targets = ledger.submitted(rq.plan_id)
-        for counts_topic, n in ledger.moved_counts(rq.plan_id).items():
+        if not rq.dry_run:
+            self._refuse_overlap(ledger)
+        self.migration = ledger.migration(rq.plan_id, rq.mapping)
+        self.recorded = set(ledger.moved(self.migration))
+        self.submitted_targets = ledger.submitted(self.migration)
+        for counts_topic, n in ledger.moved_counts(self.migration).items():
             if n > 1:
                 self.emit(WarningEvent(message=f"topic {counts_topic} is recorded {n} times by plan {rq.plan_id}"))
-        for other, topics in sorted(ledger.foreign_moved(rq.plan_id).items()):
+        for other, topics in sorted(ledger.foreign_moved(self.migration).items()):
             self.emit(ForeignPlan(plan_id=other, topics=len(topics),
-                                  message=f"{len(topics)} topic(s) recorded by another plan ({other}): not trusted, checked again"))
+                                  message=f"{len(topics)} topic(s) were recorded by a migration with another broker "
+                                          f"mapping (plan {other}): kmigrate checks where they are instead"))
         all_topics = self.admin.describe(None)
         all_topics.pop(rq.bookkeeping_topic, None)
         if rq.include is not None and not select_topics(all_topics, rq.include, None):
@@ -276,6 +346,16 @@ class PartitionMover:
                     {"partition": m.partition, "current": list(m.current), "target": list(m.target), "bytes": m.size_bytes}
                     for m in sorted(tr.moves.values(), key=lambda m: m.partition)]))
         return ledger
+
+    def _refuse_overlap(self, ledger: Ledger) -> None:
+        """BadInput (nothing changed) when another ``partitions`` run is alive (see the module docstring)."""
+        live = ledger.live_runs(now_s(), self.host, pid_alive, but=self.run_id)
+        if live:
+            r = live[-1]
+            raise BadInput(
+                f"another kmigrate partitions run is moving this cluster (host {r.get('host')}, pid {r.get('pid')}, "
+                f"started {r.get('started')}): let it finish, or stop it with {self.rq.command} --cancel "
+                "(or SIGINT/SIGTERM it, then run again with --resume)")
 
     def _plan_topics(self, topics: list[Topic], flights: Mapping[tuple[str, int], InFlight]) -> list[str]:
         """Plan the moves of ``topics`` (partitions in flight planned from where they came from)."""
@@ -381,8 +461,12 @@ class PartitionMover:
             # not waited for: the first write-ahead below checks it (a run that dies first writes it again)
             self.book.append([make_record(rq.plan_id, "plan", "plan", now_s(), mapping=mapping_doc,
                                           throttle_bytes_per_s=rq.throttle_bytes_per_s)], wait=False)
-        problems = clear_recorded_throttles(self.admin, self.book, ledger, rq.plan_id, self.emit,
+        self._beat("started")
+        self.emit(RunStarted(run_id=self.run_id, host=self.host, pid=self.pid))
+        tally = ThrottleTally(self.emit)
+        problems = clear_recorded_throttles(self.admin, self.book, ledger, rq.plan_id, tally,
                                             adopt=self.throttles, keep_topics=frozenset(self.topics))
+        tally.close()
         for p in problems:
             self.emit(WarningEvent(message=p))
         if rq.resume:
@@ -416,8 +500,9 @@ class PartitionMover:
                 self.clock.sleep(rq.poll_interval_s)
                 continue
             silent_since = None
+            self._look_for_cancel(now)
             self._note_gone(described)
-            self._check_finished(flights, described, now, grace_s)
+            self._check_finished(flights, described, now, 0.0 if self.cancel_seen else grace_s)
             self._check_foreign(flights, described)
             self._measure(now)
             self._check_isr(described)
@@ -429,6 +514,26 @@ class PartitionMover:
             if not self._active() or (self.halted and not self.flights.ours):
                 break
             self.clock.sleep(max(0.0, self._poll_wait() - (self.clock.now() - now)))
+
+    def _look_for_cancel(self, now: float) -> None:
+        """Heartbeat, and the records written since this run began: a ``cancel-requested`` stops it."""
+        if self.beat_s is not None and now - self.beat_s >= RUN_HEARTBEAT_S:
+            self._beat("alive")
+        if self.cancel_seen is not None:
+            return
+        try:
+            fresh = self.book.tail()
+        except Exception as exc:  # the next look tries again
+            self.emit(WarningEvent(message=f"reading new bookkeeping records failed ({exc}); looking again"))
+            return
+        for r in fresh:
+            if r.kind == "cancel-requested":
+                self.cancel_seen = r
+                v = r.value
+                self.halted = (f"kmigrate partitions --cancel (host {v.get('host')}, pid {v.get('pid')}) cancelled "
+                               f"this migration at {v.get('time')}")
+                self.emit(WarningEvent(message=f"{self.halted}: submitting nothing more; its moves are being reverted"))
+                return
 
     def _poll_wait(self) -> float:
         """``--poll-interval``, halved while a small move is in flight: it finishes within a second
@@ -473,7 +578,7 @@ class PartitionMover:
                 tr.cancelled.add(p)
                 self.flights.cancelled.append(key)
                 changed.add(t)
-                self.halted = "reassignments were cancelled outside this run (kmigrate partitions --cancel?)"
+                self.halted = self.halted or "reassignments were cancelled outside this run (kmigrate partitions --cancel?)"
                 self.emit(PartitionCancelled(topic=t, partition=p, replicas=list(tp.replicas),
                                              message=f"{t}-{p} is no longer moving and is not on its target {list(m.target)}: "
                                                      "cancelled outside this run; it is left where it is"))
@@ -812,7 +917,7 @@ class PartitionMover:
         """List the topics again (procedure step 8): True when new ones must move or be recorded."""
         rq = self.rq
         ledger = self.book.read()
-        self.recorded |= set(ledger.moved(rq.plan_id))
+        self.recorded |= set(ledger.moved(self.migration))
         all_topics = self.admin.describe(None)
         all_topics.pop(rq.bookkeeping_topic, None)
         fresh = [t for t in select_topics(all_topics, rq.include, rq.exclude)
@@ -831,16 +936,18 @@ class PartitionMover:
     # ----------------------------------------------------------------- finish
     def _finish(self) -> None:
         self.book.flush()  # every topic recorded is acknowledged before the run says it is done
-        problems = self._clear_all()
+        if self.cancel_seen is not None:
+            self._stopped_by_cancel()
+        released = release_throttles(self.admin, self.book, self.rq.plan_id, self.emit)
         self.changed = False  # throttles are cleared: nothing left to clean on the way out
-        for p in problems:
+        for p in released.problems:
             self.emit(WarningEvent(message=p))
         if self.halted:
             left = sorted(t.name for t in self._active())
             raise StepFailed(
                 f"stopped: {self.halted}; {len(self.flights.cancelled)} partition(s) cancelled, "
                 f"{len(left)} topic(s) not finished ({', '.join(left[:5])}{'...' if len(left) > 5 else ''}); "
-                "kmigrate's throttles removed; run kmigrate partitions --resume to continue"
+                f"{self._left_line(released)}; run {self.rq.command} --resume to continue"
             )
         cancelled = [tr.name for tr in self.topics.values() if tr.phase == TopicPhase.cancelled]
         if cancelled:
@@ -850,22 +957,57 @@ class PartitionMover:
                 "fix the cause (a dead or stuck broker) and run kmigrate partitions --resume"
             )
 
-    def _clear_all(self) -> list[str]:
-        ledger = self.book.read()
-        return clear_recorded_throttles(self.admin, self.book, ledger, self.rq.plan_id, self.emit)
+    def _stopped_by_cancel(self) -> None:
+        """Raise :class:`StoppedByCancel`: ``--cancel`` reverted the moves and removes the throttles
+        once this run has ended (it waits for the ``ended`` record)."""
+        self.changed = False
+        reverted = sorted(f"{t}-{p}" for t, p in self.flights.cancelled)
+        finished = sorted(f"{tr.name}-{p}" for tr in self.topics.values() for p in tr.done if p in tr.moves)
+        still = sorted(f"{t}-{p}" for t, p in self.flights.ours)
+        message = (f"stopped: {self.halted}; {len(reverted)} move(s) reverted, {len(finished)} finished before it; "
+                   + (f"{len(still)} still in flight ({', '.join(still[:5])})" if still else "nothing left in flight")
+                   + f"; --cancel removes kmigrate's throttles; {self.rq.command} --resume starts the migration again")
+        self.emit(Stopped(by=self.halted or "", reverted=reverted, finished=finished, message=message))
+        raise StoppedByCancel(message)
 
-    def _cleanup_on_error(self, exc: BaseException) -> None:
+    def _left_line(self, released: Released) -> str:
+        """What is left of kmigrate's in flight and throttled, for an exit message."""
+        if not released.in_flight:
+            return "nothing of kmigrate's is in flight; kmigrate's throttles removed"
+        topics = sorted(released.topics)
+        return (f"{len(released.in_flight)} of kmigrate's reassignment(s) still moving (topics "
+                f"{', '.join(topics[:5])}{'...' if len(topics) > 5 else ''}): they continue throttled at "
+                f"{format_bytes(self.rq.throttle_bytes_per_s)}/s per broker (throttles kept, recorded in "
+                f"{self.rq.bookkeeping_topic})")
+
+    def _cleanup_on_error(self, exc: BaseException) -> str | None:
+        """Remove the throttles no move needs, keep those of kmigrate's moves in flight; return the
+        exit message (what is left, how to finish or revert it)."""
+        handlers = _ignore_signals()  # a second Ctrl-C must not stop the cleanup half way
         try:
-            if not self.book.exists(self.admin.admin):
-                return
-            problems = self._clear_all()
-            self.emit(Aborted(error=getattr(exc, "message", None) or repr(exc), in_flight=len(self.flights.ours),
-                              throttle_problems=problems,
-                              message="throttles removed; reassignments in flight continue unthrottled "
-                                      "(kmigrate partitions --cancel stops them, --resume adopts them)"))
+            released = release_throttles(self.admin, self.book, self.rq.plan_id, self.emit)
+            message = self._left_line(released)
+            cmd = self.rq.command
+            if released.in_flight:
+                message += f"; finish them: {cmd} --resume; or revert them: {cmd} --cancel"
+            else:
+                message += f"; continue: {cmd} --resume"
+            error = ("SIGTERM" if isinstance(exc, Terminated) else "SIGINT") if isinstance(exc, KeyboardInterrupt) else (
+                getattr(exc, "message", None) or repr(exc))
+            self.emit(Aborted(
+                error=error, in_flight=len(released.in_flight),
+                throttle_problems=released.problems, message=message,
+                in_flight_partitions=[f"{t}-{p}" for t, p in sorted(released.in_flight)],
+                throttled_topics=sorted(released.topics), throttled_brokers=sorted(released.brokers),
+                resume_command=f"{cmd} --resume", cancel_command=f"{cmd} --cancel"))
+            return message
         except Exception as cleanup_exc:  # report both; the first error stays the one raised
-            self.emit(WarningEvent(message=f"removing throttles after the error failed too: {cleanup_exc}; "
-                                           "run kmigrate partitions --resume or --cancel to remove them"))
+            message = (f"looking at the throttles after the error failed too ({cleanup_exc}): kmigrate's throttles "
+                       f"are kept; run {self.rq.command} --resume or --cancel")
+            self.emit(WarningEvent(message=message))
+            return message
+        finally:
+            _restore_signals(handlers)
 
     def _summary(self, dry_run: bool = False) -> dict[str, Any]:
         """Emit the run's :class:`RunDone` and return it as a dict."""
@@ -884,9 +1026,38 @@ class PartitionMover:
         return summary.as_dict()
 
 
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _ignore_signals() -> dict[int, Any] | None:
+    """Ignore SIGINT and SIGTERM (main thread only); return the handlers to put back."""
+    try:
+        return {s: signal.signal(s, signal.SIG_IGN) for s in _SIGNALS}
+    except ValueError:  # not the main thread
+        return None
+
+
+def _restore_signals(handlers: dict[int, Any] | None) -> None:
+    for s, h in (handlers or {}).items():
+        signal.signal(s, h)
+
+
+def _raise_terminated(_signum, _frame) -> None:
+    raise Terminated()
+
+
 def run_partitions(request: PartitionsRequest, emit: Emit) -> dict[str, Any]:
-    """Move every selected topic to the new brokers (see the module docstring); return the summary."""
-    return PartitionMover(request, emit).run()
+    """Move every selected topic to the new brokers (see the module docstring); return the summary.
+    SIGTERM is handled as Ctrl-C: moves in flight keep their throttles (exit 143)."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread
+        previous = None
+    try:
+        return PartitionMover(request, emit).run()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
-__all__ = ["PartitionsRequest", "PartitionMover", "run_partitions"]
+__all__ = ["EXIT_STOPPED", "Interrupted", "PartitionsRequest", "PartitionMover", "StoppedByCancel", "run_partitions"]

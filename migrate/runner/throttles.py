@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.kafka import ReassignmentAdmin
 from migrate.core.ledger import Ledger, Record, make_record
-from migrate.core.moves import PartitionMove
-from migrate.runner.events import Emit, ThrottleAdopted, ThrottleCleared, ThrottleSet, WarningEvent
+from migrate.core.moves import InFlight, PartitionMove
+from migrate.runner.events import (
+    Emit, ThrottleAdopted, ThrottleCleared, ThrottleSet, ThrottlesAdopted, ThrottlesRemoved, WarningEvent,
+)
 from migrate.core.throttles import (
     BROKER_THROTTLE_CONFIGS, FOLLOWER_REPLICAS, LEADER_REPLICAS, MAX_THROTTLE_CONFIG_CHARS, TOPIC_THROTTLE_CONFIGS,
-    broker_rate_removal, entries_to_append, list_change, list_operation, list_removal, parse_entries,
+    broker_rate_removal, entries_to_append, list_change, list_operation, list_removal, needed_by, parse_entries,
     throttle_entries,
 )
 
@@ -153,15 +156,18 @@ class Throttles:
 
 def clear_recorded_throttles(admin: ReassignmentAdmin, book: BookkeepingTopic, ledger: Ledger, plan_id: str,
                              emit: Emit, adopt: Throttles | None = None,
-                             keep_topics: frozenset[str] = frozenset()) -> list[str]:
+                             keep_topics: frozenset[str] = frozenset(),
+                             keep_brokers: frozenset[int] = frozenset()) -> list[str]:
     """Remove every throttle the bookkeeping records say kmigrate set and did not clear yet (any
     plan id), and only those. A broker config changed since by someone else is left as it is.
 
     With ``adopt`` (a resuming run), throttles the run needs are taken over instead, so moves in
     flight never run unthrottled: broker rates equal to the run's rate, and kmigrate's entries of
-    topics in ``keep_topics``; the run removes them when it is done with them.
+    topics in ``keep_topics``; the run removes them when it is done with them. Without ``adopt``,
+    the throttles of ``keep_topics`` and ``keep_brokers`` stay as they are (moves in flight need
+    them), still recorded: the run or ``--cancel`` that ends those moves removes them.
     Returns problems that prevented a removal (a broker not answering: run again later)."""
-    records, problems = _clear_broker_rates(admin, ledger, plan_id, emit, adopt)
+    records, problems = _clear_broker_rates(admin, ledger, plan_id, emit, adopt, keep_brokers)
     records += _clear_topic_lists(admin, ledger, plan_id, emit, adopt, keep_topics)
     if records:
         book.append(records)
@@ -169,10 +175,10 @@ def clear_recorded_throttles(admin: ReassignmentAdmin, book: BookkeepingTopic, l
 
 
 def _clear_broker_rates(admin: ReassignmentAdmin, ledger: Ledger, plan_id: str, emit: Emit,
-                        adopt: Throttles | None) -> tuple[list[Record], list[str]]:
+                        adopt: Throttles | None, keep: frozenset[int] = frozenset()) -> tuple[list[Record], list[str]]:
     problems: list[str] = []
     records: list[Record] = []
-    brokers = ledger.broker_throttles()
+    brokers = {k: v for k, v in ledger.broker_throttles().items() if adopt is not None or k[0] not in keep}
     if not brokers:
         return records, problems
     current = admin.broker_dynamic_configs(sorted({b for b, _ in brokers}), BROKER_THROTTLE_CONFIGS)
@@ -214,10 +220,11 @@ def _clear_topic_lists(admin: ReassignmentAdmin, ledger: Ledger, plan_id: str, e
     for (t, cfg), entries in sorted(topics.items()):
         present = set(parse_entries(current.get(t, {}).get(cfg)))
         ours = present & entries
-        if adopt is not None and t in keep_topics:
-            adopt.ours[(t, cfg)] = ours
-            if ours:
-                emit(ThrottleAdopted(scope="topic", topic=t, config=cfg, entries=len(ours)))
+        if t in keep_topics:
+            if adopt is not None:
+                adopt.ours[(t, cfg)] = ours
+                if ours:
+                    emit(ThrottleAdopted(scope="topic", topic=t, config=cfg, entries=len(ours)))
             continue
         op = list_removal(present, entries)
         if op is not None:
@@ -227,3 +234,69 @@ def _clear_topic_lists(admin: ReassignmentAdmin, ledger: Ledger, plan_id: str, e
                              entries=len(ours)))
     admin.alter_topic_configs(ops)
     return records
+
+
+@dataclass(frozen=True)
+class Released:
+    """What :func:`release_throttles` left: kmigrate's moves still in flight (key -> ``InFlight``),
+    the topics and brokers whose throttles they keep, and problems met removing the rest."""
+
+    in_flight: dict[tuple[str, int], InFlight]
+    topics: frozenset[str]
+    brokers: frozenset[int]
+    problems: list[str]
+
+
+def release_throttles(admin: ReassignmentAdmin, book: BookkeepingTopic, plan_id: str, emit: Emit) -> Released:
+    """Remove kmigrate's throttles except those its moves still in flight need (any run's, any
+    plan's: :meth:`Ledger.started_by_kmigrate`); those stay recorded until the run or ``--cancel``
+    that ends the moves removes them. Never leaves a move of kmigrate's unthrottled."""
+    if not book.exists(admin.admin):
+        return Released({}, frozenset(), frozenset(), [])
+    flights = admin.list_reassignments()  # before the ledger: a submission is recorded before it is sent
+    ledger = book.read()
+    ours = {k: flights[k] for k in ledger.started_by_kmigrate(flights)}
+    topics, brokers = needed_by(ours)
+    tally = ThrottleTally(emit)
+    problems = clear_recorded_throttles(admin, book, ledger, plan_id, tally, keep_topics=topics, keep_brokers=brokers)
+    tally.close()
+    return Released(ours, topics, brokers, problems)
+
+
+class ThrottleTally:
+    """An emitter that passes every event on and counts the throttle configs adopted and removed;
+    :meth:`close` emits one summary event of each (the text output shows those, ``--verbose``
+    and ``--output json`` every config too)."""
+
+    def __init__(self, emit: Emit):
+        self.emit = emit
+        self.cleared: list[ThrottleCleared] = []
+        self.adopted: list[ThrottleAdopted] = []
+
+    def __call__(self, e) -> None:
+        if isinstance(e, ThrottleCleared) and e.action != "absent":
+            self.cleared.append(e)
+        elif isinstance(e, ThrottleAdopted):
+            self.adopted.append(e)
+        self.emit(e)
+
+    def close(self) -> None:
+        if self.adopted:
+            self.emit(throttles_summary(ThrottlesAdopted, self.adopted, "adopted (set by an earlier run, kept for this one)"))
+        if self.cleared:
+            self.emit(throttles_summary(ThrottlesRemoved, self.cleared, "removed"))
+        self.adopted, self.cleared = [], []
+
+
+def throttles_summary(cls, events: list, verb: str):
+    """One event saying how many throttle configs (of how many topics and brokers) were ``verb``."""
+    topics = sorted({e.topic for e in events if e.scope == "topic"})
+    brokers = sorted({e.broker for e in events if e.scope == "broker"})
+    entries = sum(e.entries for e in events if e.scope == "topic" and isinstance(e.entries, int))
+    parts = []
+    if topics:
+        parts.append(f"{len(topics)} topic(s), {entries} replica entries")
+    if brokers:
+        parts.append(f"the rates of broker(s) {', '.join(map(str, brokers))}")
+    return cls(configs=len(events), topics=topics, brokers=brokers,
+               message=f"{len(events)} throttle config(s) {verb}: {'; '.join(parts)}")

@@ -49,6 +49,21 @@ def create_topic(cluster, name: str, assignment: list[list[int]], configs: dict[
     raise AssertionError(f"topic {name} has no leaders after 60 s")
 
 
+def write_playbook(cluster, path, migration: str = "  throttle: 30MB/s\n"):
+    """A playbook for this cluster (mapping 1:4,2:5,3:6), ``migration`` its migration section's lines;
+    returns ``path``."""
+    path.write_text(
+        "kafka:\n"
+        f"  bootstrap_servers: \"{cluster.bootstrap_servers()}\"\n"
+        "zookeeper:\n"
+        f"  connect: \"{cluster.zookeeper_connect()}\"\n"
+        "brokers:\n"
+        "  mapping: {1: 4, 2: 5, 3: 6}\n"
+        "migration:\n" + migration
+    )
+    return path
+
+
 def old_assignment(partitions: int, rf: int, shift: int = 0) -> list[list[int]]:
     """Round robin over the old brokers only."""
     return [[OLD[(p + r + shift) % len(OLD)] for r in range(rf)] for p in range(partitions)]
