@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -35,22 +37,26 @@ def canary_command(cluster, topic: str, *args: str) -> list[str]:
             "--topic", topic, "--rate", "50", *args]
 
 
-def in_background(command: list[str], log: Path, err: Path) -> tuple[subprocess.Popen, int]:
-    """Start ``command`` as a script's ``cmd > log 2> err &`` does (so SIGINT is ignored in it) and return
-    the shell, which waits for it and prints its exit code, and the canary's pid."""
+def run_in_background(command: list[str], log: Path, err: Path, while_running: Callable[[int], None],
+                      timeout_s: float = 300) -> int:
+    """Run ``command`` as a script's ``cmd > log 2> err &`` does (so SIGINT is ignored in it), call
+    ``while_running(its pid)``, and return its exit code (the shell waits for it and prints it)."""
     script = f'{" ".join(map(_quote, command))} > {_quote(str(log))} 2> {_quote(str(err))} &\n' \
              'pid=$!\necho "$pid"\nwait "$pid"\necho "rc=$?"\n'
     shell = subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, text=True, env=os.environ.copy())
-    return shell, int(shell.stdout.readline())
+    pid = int(shell.stdout.readline())
+    try:
+        while_running(pid)
+        out, _ = shell.communicate(timeout=timeout_s)
+    finally:
+        if shell.poll() is None:
+            os.kill(pid, signal.SIGKILL)
+            shell.wait(30)
+    return int(re.search(r"rc=(\d+)", out).group(1))
 
 
 def _quote(word: str) -> str:
     return "'" + word.replace("'", "'\\''") + "'"
-
-
-def exit_code(shell: subprocess.Popen, timeout_s: float = 300) -> int:
-    out, _ = shell.communicate(timeout=timeout_s)
-    return int(re.search(r"rc=(\d+)", out).group(1))
 
 
 def running_lines(log: Path) -> list[str]:
@@ -107,9 +113,9 @@ def check_stalls_against_latency(report: dict) -> None:
 def test_in_the_background_lines_while_running_a_broker_restart_and_sigterm_gives_the_report(cluster, topic_name,
                                                                                              tmp_path):
     log, err, report_file = tmp_path / "canary.log", tmp_path / "canary.err", tmp_path / "report.json"
-    shell, pid = in_background(canary_command(cluster, topic_name, "--report-interval", "1s",
-                                              "--report", str(report_file)), log, err)
-    try:
+    command = canary_command(cluster, topic_name, "--report-interval", "1s", "--report", str(report_file))
+
+    def while_running(pid: int) -> None:
         wait_for_lines(log, 2, pid)  # lines appear while it runs, stdout being a file
         cluster.restart("kafka-2")  # leadership of partition 1 moves away and back to a follower
         seen = len(running_lines(log))
@@ -118,11 +124,8 @@ def test_in_the_background_lines_while_running_a_broker_restart_and_sigterm_give
         wait_for_lines(log, seen + 4, pid)
         assert not report_file.exists()
         os.kill(pid, signal.SIGTERM)
-        rc = exit_code(shell)
-    finally:
-        if shell.poll() is None:
-            os.kill(pid, signal.SIGKILL)
-            shell.wait(30)
+
+    rc = run_in_background(command, log, err, while_running)
     text = log.read_text()
     assert rc == 0, (text, err.read_text())
     report = json.loads(report_file.read_text())
@@ -140,16 +143,14 @@ def test_in_the_background_lines_while_running_a_broker_restart_and_sigterm_give
 def test_the_stop_file_ends_it_with_the_report(cluster, topic_name, tmp_path):
     log, err = tmp_path / "canary.log", tmp_path / "canary.err"
     stop, report_file = tmp_path / "stop-canary", tmp_path / "report.json"
-    shell, pid = in_background(canary_command(cluster, topic_name, "--duration", "30m", "--report-interval", "1s",
-                                              "--stop-file", str(stop), "--report", str(report_file)), log, err)
-    try:
+    command = canary_command(cluster, topic_name, "--duration", "30m", "--report-interval", "1s",
+                             "--stop-file", str(stop), "--report", str(report_file))
+
+    def while_running(pid: int) -> None:
         wait_for_lines(log, 2, pid)
         stop.touch()
-        rc = exit_code(shell)
-    finally:
-        if shell.poll() is None:
-            os.kill(pid, signal.SIGKILL)
-            shell.wait(30)
+
+    rc = run_in_background(command, log, err, while_running)
     text = log.read_text()
     assert rc == 0, (text, err.read_text())
     report = json.loads(report_file.read_text())
@@ -171,6 +172,28 @@ def test_canary_cli_reports_json_after_its_duration_with_lines_on_stderr(cluster
     assert 150 <= report["sent"] <= 300  # about 5 s at 50 records/s
     assert report["consumed"] == report["acknowledged"] == report["sent"]
     assert len([line for line in proc.stderr.splitlines() if " canary running " in line]) >= 3, proc.stderr
+
+
+def test_on_a_terminal_the_view_is_live_and_calls_in_flight_records_not_yet_consumed(cluster, topic_name):
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(canary_command(cluster, topic_name, "--duration", "4s"), stdin=terminal, stdout=terminal,
+                            stderr=terminal, env={**os.environ, "COLUMNS": "160"}, close_fds=True)
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # the terminal closed: the canary is gone
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(controller)
+    assert proc.wait(60) == 0
+    text = shown.decode(errors="replace")
+    assert "canary (Ctrl-C to stop)" in text and "not yet consumed (acknowledged, in flight)" in text, text
+    assert "decided at the end, after the drain" in text
+    assert f"canary on {topic_name}: OK" in text and " canary running " not in text
 
 
 @dataclass
@@ -207,6 +230,8 @@ def test_a_killed_broker_stall_is_what_the_clients_saw(cluster, topic_name, monk
     assert report.failed_sends == 0 and report.consumed == report.acknowledged, figures_
     assert report.latency_p99_ms is not None and report.latency_max_ms >= report.latency_p99_ms, figures_
     check_stalls_against_latency(figures_)
+    print("canary across a killed broker:", {k: figures_[k] for k in (
+        "latency_max_ms", "produce_stall_s", "produce_stall_partition", "consume_stall_s", "consume_stall_partition")})
 
     seen, start = run.ledger.seen, run.ledger.started_s
     sent = {seq: (t, p) for kind, seq, p, t in seen if kind == "send"}
