@@ -1,5 +1,6 @@
-"""The Kafka reads verify needs before Spark runs: cluster id, topics and partitions, cleanup policies,
-and each partition's log start and end offsets, captured once so that every read is bounded.
+"""The Kafka reads verify needs before Spark runs: cluster id, topics and partitions, the topics'
+cleanup.policy, retention.ms and retention.bytes, each partition's log start and end offsets (captured
+once so that every read is bounded) and, for topics with size-based retention, each partition's size.
 
 Adapter code (it talks to Kafka through confluent-kafka's AdminClient, built by
 ``migrate.adapters.kafka.admin_client``, which turns an unreachable cluster into BadInput after a
@@ -16,6 +17,7 @@ from confluent_kafka.admin import ConfigResource, OffsetSpec
 
 from migrate.adapters.kafka import admin_client
 from migrate.core.clientconfig import ClientSettings
+from migrate.core.snapshot import TopicConfig
 from migrate.errors import BadInput
 
 
@@ -41,17 +43,49 @@ class KafkaSide:
         parts = {name: tuple(sorted(t.partitions)) for name, t in md.topics.items() if t.error is None}
         return ClusterView(md.cluster_id or "", parts)
 
+    def topic_configs(self, topics: list[str]) -> dict[str, TopicConfig]:
+        """Each topic's cleanup.policy, retention.ms and retention.bytes (as the brokers apply them, defaults included)."""
+        if not topics:
+            return {}
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
+        out = {}
+        for resource, future in self.admin.describe_configs(resources, request_timeout=self.timeout_s).items():
+            try:
+                entries = future.result(timeout=self.timeout_s)
+            except Exception as exc:
+                raise BadInput(f"cannot read the configuration of topic {resource.name} from "
+                               f"{self.settings.bootstrap_servers} ({exc})") from None
+
+            def value(name: str, default: str) -> str:
+                entry = entries.get(name)
+                return default if entry is None or entry.value is None else entry.value
+
+            out[resource.name] = TopicConfig(value("cleanup.policy", "delete"), int(value("retention.ms", "604800000")),
+                                             int(value("retention.bytes", "-1")))
+        return out
+
     def compacted(self, topics: list[str]) -> set[str]:
         """Topics whose ``cleanup.policy`` includes ``compact``."""
-        if not topics:
-            return set()
-        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
-        out = set()
-        for resource, future in self.admin.describe_configs(resources, request_timeout=self.timeout_s).items():
-            entries = future.result(timeout=self.timeout_s)
-            policy = entries["cleanup.policy"].value if "cleanup.policy" in entries else "delete"
-            if "compact" in (policy or ""):
-                out.add(resource.name)
+        return {t for t, c in self.topic_configs(topics).items() if "compact" in c.cleanup_policy}
+
+    def partition_bytes(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Bytes of each partition's largest replica (DescribeLogDirs); a partition no broker reports is left out."""
+        if not partitions:
+            return {}
+        from migrate.adapters.kafka import ReassignmentAdmin
+
+        wanted: dict[str, list[int]] = {}
+        for t, p in partitions:
+            wanted.setdefault(t, []).append(p)
+        md = self.admin.list_topics(timeout=self.timeout_s)
+        mover = ReassignmentAdmin(self.settings, self.timeout_s)
+        try:
+            sizes = mover.replica_sizes(sorted(md.brokers), wanted)
+        finally:
+            mover.close()
+        out: dict[tuple[str, int], int] = {}
+        for (t, p, _), size in sizes.items():
+            out[(t, p)] = max(out.get((t, p), 0), size)
         return out
 
     def offsets(self, partitions: list[tuple[str, int]], isolation_level: str) -> dict[tuple[str, int], tuple[int, int]]:

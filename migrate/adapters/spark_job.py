@@ -1,8 +1,9 @@
 """The PySpark job: read bounded offset ranges with Spark's Kafka source and digest them in Spark SQL.
 
 Verify's one use of Spark (``migrate.runner.verify`` runs it in a session from ``adapters/spark``).
-No record reaches Python: hashing and aggregation run in the JVM (``xxhash64`` per record, exact sums per partition), and
-the driver collects one small row per partition.
+No record reaches Python: hashing and aggregation run in the JVM (``xxhash64`` per record, exact sums per chunk of
+offsets), and the driver collects one small row per chunk (at most ``MAX_CHUNKS`` per partition); a partition's
+digest is the exact sum of its chunks', so the chunks cost no second read.
 
 Reads are bounded: every partition is assigned with an explicit ``startingOffsets`` and
 ``endingOffsets``, so records produced while the job runs are not read. The Kafka source makes one
@@ -13,9 +14,21 @@ partitions.
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 from migrate.adapters.spark import collect
-from migrate.core.snapshot import Digest, ReadRange, Tail
+from migrate.core.compare import Alignment
+from migrate.core.snapshot import Chunk, Digest, ReadRange, Tail, chunk_grid
+
+
+class RangeDigest(NamedTuple):
+    """What the job found in one range: its digest, its tail, its chunks (plain partitions; None for
+    compacted ones) and the first and last record's hash1 (across clusters only)."""
+
+    digest: Digest
+    tail: Tail
+    chunks: tuple[Chunk, ...] | None = None
+    edges: tuple[int | None, int | None] = (None, None)
 
 
 # The Kafka consumer settings of every read (a user's --command-config may override them).
@@ -128,21 +141,52 @@ def _join_pieces(row, name: str) -> int:
 
 
 def _digest_plain(spark, kafka_options: dict[str, str], ranges: list[ReadRange], include_offsets: bool,
-                  isolation_level: str) -> dict[tuple[str, int], Digest]:
-    """Every record of ``[read_from, read_to)``, hashed and summed."""
-    from pyspark.sql import functions as F
+                  isolation_level: str) -> dict[tuple[str, int], tuple[Digest, tuple[Chunk, ...], tuple]]:
+    """Every record of ``[read_from, read_to)``, hashed and summed per chunk of the range's grid; the
+    partition's digest is the sum of its chunks'. One read, one aggregation (topic, partition, chunk).
 
-    df = _record_hashes(_read(spark, kafka_options, ranges, isolation_level, end_attr="read_to"), include_offsets)
-    agg = df.groupBy("topic", "partition").agg(
+    ``edges`` (the first and the last record's hash1, for aligning two clusters' partitions) are
+    computed only when offsets are not hashed (the two-cluster form)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    grid = _table(spark, [(r.topic, r.partition, r.chunk_base, r.chunk_size) for r in ranges],
+                  T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+                                T.StructField("cbase", T.LongType()), T.StructField("csize", T.LongType())]))
+    df = _read(spark, kafka_options, ranges, isolation_level, end_attr="read_to").join(grid, ["topic", "partition"])
+    df = _record_hashes(df, include_offsets)
+    edges = [] if include_offsets else [F.min_by("h1", "offset").alias("first_h1"),
+                                        F.max_by("h1", "offset").alias("last_h1")]
+    agg = df.groupBy("topic", "partition", F.floor((F.col("offset") - F.col("cbase")) / F.col("csize")).alias("chunk")
+                     ).agg(
         F.count(F.lit(1)).alias("records"),
         *_sum_pieces(F.col("h1"), "hash1"),
         *_sum_pieces(F.col("h2"), "hash2"),
         F.min("offset").alias("first_offset"),
         F.max("offset").alias("last_offset"),
+        F.max(F.unix_millis(F.col("timestamp"))).alias("max_ts"),
+        *edges,
     )
-    return {(r["topic"], r["partition"]): Digest(int(r["records"]), _join_pieces(r, "hash1"), _join_pieces(r, "hash2"),
-                                                 r["first_offset"], r["last_offset"], int(r["records"]))
-            for r in collect(agg)}
+    rows: dict[tuple[str, int], list] = {}
+    for r in collect(agg):
+        rows.setdefault((r["topic"], r["partition"]), []).append(r)
+    out = {}
+    for rng in ranges:
+        found = {int(r["chunk"]): r for r in rows.get((rng.topic, rng.partition), [])}
+        chunks = []
+        for start, end in chunk_grid(rng.chunk_base, rng.chunk_size, rng.read_from, rng.read_to):
+            r = found.get((start - rng.chunk_base) // rng.chunk_size)
+            chunks.append(Chunk(start, end) if r is None else Chunk(
+                start, end, int(r["records"]), _join_pieces(r, "hash1"), _join_pieces(r, "hash2"),
+                None if r["max_ts"] is None else int(r["max_ts"])))
+        present = sorted(found.values(), key=lambda r: r["first_offset"])
+        records = sum(c.records for c in chunks)
+        digest = Digest(records, sum(c.hash1 for c in chunks), sum(c.hash2 for c in chunks),
+                        present[0]["first_offset"] if present else None,
+                        present[-1]["last_offset"] if present else None, records)
+        ends = (present[0]["first_h1"], present[-1]["last_h1"]) if present and edges else (None, None)
+        out[(rng.topic, rng.partition)] = (digest, tuple(chunks), ends)
+    return out
 
 
 def _digest_compacted(spark, kafka_options: dict[str, str], ranges: list[ReadRange], include_offsets: bool,
@@ -190,10 +234,11 @@ def _count_tails(spark, kafka_options: dict[str, str], ranges: list[ReadRange],
 
 
 def digest_ranges(spark, kafka_options: dict[str, str], ranges: list[ReadRange], include_offsets: bool,
-                  isolation_level: str = "read_committed") -> dict[tuple[str, int], tuple[Digest, Tail]]:
-    """Digest and tail of every range (an empty range gives an empty digest), in one Spark read per kind.
+                  isolation_level: str = "read_committed") -> dict[tuple[str, int], RangeDigest]:
+    """Digest, tail and chunks of every range (an empty range gives an empty digest), in one Spark read per kind.
 
-    Plain partitions: every record of ``[read_from, read_to)`` is hashed and summed. Compacted
+    Plain partitions: every record of ``[read_from, read_to)`` is hashed and summed, per chunk of the
+    range's grid (``chunk_base``, ``chunk_size``) and in all. Compacted
     partitions: the last record of each key in that range (null keys count one record each), tombstones
     left out. Tails (``[read_to, end)``, only in a snapshot taken against an earlier one) are a read of
     their own, counted and not hashed: each read is bounded by its offsets alone, so no record needs
@@ -204,43 +249,65 @@ def digest_ranges(spark, kafka_options: dict[str, str], ranges: list[ReadRange],
     plain = [r for r in prefix if not r.compacted]
     compacted = [r for r in prefix if r.compacted]
     tails = [r for r in ranges if r.end > r.read_to]
-    if plain:
-        digests.update(_digest_plain(spark, kafka_options, plain, include_offsets, isolation_level))
+    chunked = _digest_plain(spark, kafka_options, plain, include_offsets, isolation_level) if plain else {}
     if compacted:
         digests.update(_digest_compacted(spark, kafka_options, compacted, include_offsets, isolation_level))
     tail_counts = _count_tails(spark, kafka_options, tails, isolation_level) if tails else {}
-    return {(r.topic, r.partition): (digests.get((r.topic, r.partition), Digest()),
-                                     tail_counts.get((r.topic, r.partition), Tail())) for r in ranges}
+    out = {}
+    for r in ranges:
+        key = (r.topic, r.partition)
+        tail = tail_counts.get(key, Tail())
+        if r.compacted:
+            out[key] = RangeDigest(digests.get(key, Digest()), tail)
+        else:
+            digest, chunks, ends = chunked.get(key, (Digest(), (), (None, None)))
+            out[key] = RangeDigest(digest, tail, chunks, ends)
+    return out
 
 
-def digest_first_records(spark, kafka_options: dict[str, str], ranges: list[ReadRange], limits: dict[tuple[str, int], int],
-                         include_offsets: bool, isolation_level: str = "read_committed") -> dict[tuple[str, int], Digest]:
-    """Digest of the first ``limits[(topic, partition)]`` records of each range, by offset.
+def digest_alignments(spark, kafka_options: dict[str, str], ranges: list[ReadRange],
+                      cuts: dict[tuple[str, int], tuple[int | None, int | None]],
+                      isolation_level: str = "read_committed") -> dict[tuple[str, int], Alignment]:
+    """Each range in ``cuts`` cut at the first record whose hash1 is ``cuts[key][0]`` and the last whose hash1 is
+    ``cuts[key][1]`` (the other cluster's first and last record; not found: this side's own first or last):
+    the count and newest timestamp of the records before, the digest of those in between, the count after.
 
-    Used across clusters, where offsets differ: when one side has more records than the other,
-    its first records are compared with the whole of the other side (a common prefix).
+    Used across clusters, where offsets differ: the records both hold are compared, and those one side
+    holds alone are judged (expired on the other side, or a tail). Offsets are never hashed here.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    out: dict[tuple[str, int], Digest] = {}
-    to_read = [r for r in ranges if (r.topic, r.partition) in limits]
+    to_read = [r for r in ranges if (r.topic, r.partition) in cuts and r.read_to > r.read_from]
     if not to_read:
-        return out
-    lim = _table(spark, [(r.topic, r.partition, limits[(r.topic, r.partition)]) for r in to_read],
-                 T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
-                               T.StructField("lim", T.LongType())]))
-    df = _read(spark, kafka_options, to_read, isolation_level, end_attr="read_to").join(lim, ["topic", "partition"])
-    df = _record_hashes(df, include_offsets)
-    w = Window.partitionBy("topic", "partition").orderBy("offset")
-    df = df.withColumn("rn", F.row_number().over(w)).where(F.col("rn") <= F.col("lim"))
-    agg = df.groupBy("topic", "partition").agg(
+        return {}
+    table = _table(spark, [(r.topic, r.partition, *cuts[(r.topic, r.partition)]) for r in to_read],
+                   T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+                                 T.StructField("fh", T.LongType()), T.StructField("lh", T.LongType())]))
+    df = _record_hashes(_read(spark, kafka_options, to_read, isolation_level, end_attr="read_to")
+                        .join(table, ["topic", "partition"]), False)
+    whole = Window.partitionBy("topic", "partition")
+    df = df.withColumn("rn", F.row_number().over(whole.orderBy("offset")))
+    df = df.withColumn("lo", F.coalesce(F.min(F.when(F.col("h1") == F.col("fh"), F.col("rn"))).over(whole), F.lit(1)))
+    df = df.withColumn("hi", F.coalesce(F.max(F.when((F.col("h1") == F.col("lh")) & (F.col("rn") >= F.col("lo")),
+                                                     F.col("rn"))).over(whole), F.max("rn").over(whole)))
+    piece = F.when(F.col("rn") < F.col("lo"), 0).when(F.col("rn") > F.col("hi"), 2).otherwise(1)
+    agg = df.groupBy("topic", "partition", piece.alias("piece")).agg(
         F.count(F.lit(1)).alias("records"), *_sum_pieces(F.col("h1"), "hash1"), *_sum_pieces(F.col("h2"), "hash2"),
-        F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"))
+        F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"),
+        F.max(F.unix_millis(F.col("timestamp"))).alias("max_ts"))
+    found: dict[tuple[str, int], dict[int, object]] = {}
     for r in collect(agg):
-        out[(r["topic"], r["partition"])] = Digest(int(r["records"]), _join_pieces(r, "hash1"), _join_pieces(r, "hash2"),
-                                                   r["first_offset"], r["last_offset"], int(r["records"]))
+        found.setdefault((r["topic"], r["partition"]), {})[int(r["piece"])] = r
+    out = {}
     for r in to_read:
-        out.setdefault((r.topic, r.partition), Digest())
+        pieces = found.get((r.topic, r.partition), {})
+        before, common, after = pieces.get(0), pieces.get(1), pieces.get(2)
+        out[(r.topic, r.partition)] = Alignment(
+            int(before["records"]) if before else 0,
+            None if before is None or before["max_ts"] is None else int(before["max_ts"]),
+            Digest(int(common["records"]), _join_pieces(common, "hash1"), _join_pieces(common, "hash2"),
+                   common["first_offset"], common["last_offset"], int(common["records"])) if common else Digest(),
+            int(after["records"]) if after else 0)
     return out

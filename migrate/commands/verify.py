@@ -169,14 +169,13 @@ def snapshot(
     if engine.output == OutputFormat.json:
         emit_json(summary)
         return
-    table = Table(title=f"Snapshot of cluster {snap.cluster_id} at {snap.taken_at}")
-    for col in ("Topic", "Partitions", "Offsets read", "Records", "Compacted"):
-        table.add_column(col, justify="left" if col == "Topic" else "right")
+    rows = []
     for t in snap.topics:
         parts = [p for p in snap.partitions if p.topic == t]
-        table.add_row(t, str(len(parts)), str(sum(p.offsets_read for p in parts)),
-                      str(sum(p.digest.records for p in parts)), "yes" if parts[0].compacted else "")
-    console.print(table)
+        rows.append([t, str(len(parts)), str(sum(p.offsets_read for p in parts)),
+                     str(sum(p.digest.records for p in parts)), "yes" if parts[0].compacted else ""])
+    _table(f"Snapshot of cluster {snap.cluster_id} at {snap.taken_at}",
+           ["Topic", "Partitions", "Offsets read", "Records", "Compacted"], rows)
     console.print(f"Wrote {output_file}: {summary['partitions']} partitions, {summary['records']} records "
                   f"(offsets {summary['offsets_read']}; a record count below the offset count means transaction "
                   "markers, aborted records or compaction).")
@@ -221,6 +220,39 @@ def _figures(p, side) -> str:
             + (f" (+{side.tail.records} tail)" if side.tail.records else ""))
 
 
+def _table(title: str, columns: list[str], rows: list[list[str]], identifiers: int = 1) -> None:
+    """A rich table whose first ``identifiers`` columns (topic and partition names) are never cut; columns
+    empty in every row are left out. When the console is too narrow for every identifier and value on one
+    line, one plain line per row instead (``column: value``), which shows whole at any width."""
+    from rich.text import Text
+
+    keep = [i for i in range(len(columns)) if i < identifiers or any(r[i] for r in rows)]
+    columns, rows = [columns[i] for i in keep], [[r[i] for i in keep] for r in rows]
+
+    def width(i: int) -> int:  # text columns fold (never cut): 24 cells of them are enough to read
+        head = max(len(w) for w in columns[i].split())
+        need = max([head] + [Text.from_markup(r[i]).cell_len for r in rows])
+        return need if i < identifiers else min(need, 24)
+
+    identifier_width = max([width(i) for i in range(identifiers)])
+    fits = console.width >= sum(width(i) for i in range(len(columns))) + 3 * len(columns) + 1
+    if not fits and len(columns) > identifiers:
+        console.print(f"{title}:")
+        for r in rows:
+            console.print("  " + ", ".join(f"{c}: {v}" if i >= identifiers else v
+                                           for i, (c, v) in enumerate(zip(columns, r)) if v != ""), soft_wrap=True)
+        return
+    table = Table(title=title)
+    for i, col in enumerate(columns):
+        if i < identifiers:
+            table.add_column(col, overflow="fold", min_width=identifier_width)
+        else:
+            table.add_column(col, overflow="fold", justify="left" if col in ("Result", "What differs") else "right")
+    for r in rows:
+        table.add_row(*r)
+    console.print(table)
+
+
 def _render(report: Report, output: OutputFormat) -> None:
     if output == OutputFormat.json:
         emit_json(report.to_dict())
@@ -228,31 +260,33 @@ def _render(report: Report, output: OutputFormat) -> None:
     left, right = report.left.label, report.right.label
     console.print(f"[bold]{report.mode}[/bold] verification: {left} cluster {report.left.cluster_id} "
                   f"({report.left.taken_at}) vs {right} cluster {report.right.cluster_id} ({report.right.taken_at})")
-    table = Table(title="Topics")
-    for col in ("Topic", "Partitions", f"Records {left}", f"Records {right}", "Tail", "Result"):
-        table.add_column(col, justify="left" if col in ("Topic", "Result") else "right")
+    rows = []
     for row in report.topic_rows():
         status = "[green]match[/green]" if not row["differing_partitions"] else \
             f"[red]{row['differing_partitions']} partition(s) differ[/red]"
-        table.add_row(row["topic"], str(row["partitions"]), str(row["left_records"]), str(row["right_records"]),
-                      str(row["tail_records"] or ""), status)
-    console.print(table)
+        rows.append([row["topic"], str(row["partitions"]), str(row["left_records"]), str(row["right_records"]),
+                     str(row["verified_records"]), str(row["expired_records"] or ""),
+                     str(row["unverifiable_records"] or ""), str(row["differing_records"] or ""),
+                     str(row["tail_records"] or ""), status])
+    _table("Topics", ["Topic", "Partitions", f"Records {left}", f"Records {right}", "Verified", "Expired",
+                      "Unverifiable", "Differing", "Tail", "Result"], rows)
     if report.differing:
-        diff = Table(title="Differing partitions")
-        for col in ("Partition", left, right, "What differs"):
-            diff.add_column(col)
-        for p in report.differing:
-            diff.add_row(p.name, _figures(p, p.left), _figures(p, p.right), "; ".join(p.problems))
-        console.print(diff)
+        _table("Differing partitions", ["Partition", left, right, "What differs"],
+               [[p.name, _figures(p, p.left), _figures(p, p.right), "; ".join(p.problems)] for p in report.differing])
     for p in report.partitions:
         for note in p.notes:
-            console.print(f"[dim]{p.name}: {note}[/dim]")
+            console.print(f"[dim]{p.name}: {note}[/dim]", soft_wrap=True)
     n = len(report.partitions)
+    expired = sum(p.expired for p in report.partitions)
+    unverifiable = sum(p.unverifiable for p in report.partitions)
+    extra = (f", {expired} expired as configured" if expired else "") + \
+        (f", {unverifiable} not verifiable (chunks straddling a new log start)" if unverifiable else "")
     if report.ok:
         console.print(f"[green]OK[/green]: {len(report.topics)} topics, {n} partitions, "
-                      f"{report.records('left')} records: every partition matches.")
+                      f"{sum(p.verified for p in report.partitions)} records verified{extra}: "
+                      "every partition matches.", soft_wrap=True)
     else:
         names = [p.name for p in report.differing]
         shown = ", ".join(names[:50]) + (f" and {len(names) - 50} more" if len(names) > 50 else "")
         console.print(f"[red]DIFFERENT[/red]: {len(report.differing)} of {n} partitions differ, in topics "
-                      f"{', '.join(report.differing_topics)}: {shown}.", soft_wrap=True)
+                      f"{', '.join(report.differing_topics)}: {shown}{extra}.", soft_wrap=True)

@@ -24,8 +24,10 @@ class Wording:
     other_version: str
 
 
-def parse_document(text: str, source: str, marker: tuple[str, str], version: int, wording: Wording) -> dict:
-    """The JSON object in ``text`` once it is ours (``doc[marker[0]] == marker[1]``) and of ``format_version`` ``version``.
+def parse_document(text: str, source: str, marker: tuple[str, str], version: int | tuple[int, ...],
+                   wording: Wording) -> dict:
+    """The JSON object in ``text`` once it is ours (``doc[marker[0]] == marker[1]``) and of ``format_version``
+    ``version`` (or one of them, for a reader of several versions; ``{version}`` names the newest).
 
     >>> words = Wording("{source}: not JSON", "{source}: not ours", "{source}: version {found!r}, not {version}")
     >>> parse_document('{"kind": "x", "format_version": 1}', "f.json", ("kind", "x"), 1, words)
@@ -41,6 +43,8 @@ def parse_document(text: str, source: str, marker: tuple[str, str], version: int
     key, value = marker
     if not isinstance(doc, dict) or doc.get(key) != value:
         raise BadInput(wording.not_ours.format(source=source))
-    if doc.get("format_version") != version:
-        raise BadInput(wording.other_version.format(source=source, found=doc.get("format_version"), version=version))
+    versions = version if isinstance(version, tuple) else (version,)
+    found = doc.get("format_version")
+    if type(found) is not int or found not in versions:
+        raise BadInput(wording.other_version.format(source=source, found=found, version=max(versions)))
     return doc

@@ -15,7 +15,17 @@ A compacted topic's digest is its table: for every key, the last record with tha
 tombstones left out. Compaction never changes that, so a cleaner run between two reads is no
 difference; ``Digest.records`` then counts live keys and ``raw_records`` the records read.
 
-The file::
+Format 2 adds, per plain (not compacted) partition, digests of consecutive offset ranges (*chunks*):
+a grid of ``chunk_size`` offsets from ``chunk_base`` (at most :data:`MAX_CHUNKS` per partition), each
+chunk with its record count, hash sums and its records' newest timestamp, so that a compare after
+retention removed the oldest records can check every chunk still present exactly and judge the
+missing ones against the topic's retention (``migrate.core.compare``). A snapshot taken against an
+earlier one uses that one's grid. It also records each topic's cleanup.policy, retention.ms and
+retention.bytes when it was taken (``topic_configs``). Format 1 files (no chunks) still read: their
+partitions are checked as one piece.
+
+The file (format 1; format 2 adds ``topic_configs`` and, per plain partition, ``chunk_base``,
+``chunk_size`` and ``chunks``: ``[[start, end, records, "hash1", "hash2", max_timestamp_ms], ...]``)::
 
     {"format": "kmigrate-verify-snapshot", "format_version": 1, "cluster_id": "...",
      "bootstrap_servers": "...", "taken_at": "2025-01-01T00:00:00Z", "include_offsets": true,
@@ -37,7 +47,9 @@ from migrate.core.documents import Wording, parse_document
 from migrate.errors import BadInput
 
 FORMAT = "kmigrate-verify-snapshot"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READ_VERSIONS = (1, 2)  # format 1: written by the release before chunks; its partitions compare as one piece
+MAX_CHUNKS = 256  # chunks per partition: 12 partitions of 2,000,000 records keep the file well under 1 MB
 HASH = "xxhash64x2-sum"  # two seeded xxhash64 per record, each summed exactly per partition
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 
@@ -64,6 +76,73 @@ class Digest:
     def from_dict(d: dict) -> "Digest":
         return Digest(int(d["records"]), int(d["hash1"]), int(d["hash2"]), d["first_offset"], d["last_offset"],
                       int(d["raw_records"]))
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """The records of offsets ``[start, end)`` of a partition: count, hash sums, newest timestamp (ms)."""
+
+    start: int
+    end: int
+    records: int = 0
+    hash1: int = 0
+    hash2: int = 0
+    max_timestamp: int | None = None  # None: no record, or not known (a format 1 partition as one piece)
+
+    def same_content(self, other: "Chunk") -> bool:
+        return (self.records, self.hash1, self.hash2) == (other.records, other.hash1, other.hash2)
+
+    def to_list(self) -> list:
+        return [self.start, self.end, self.records, str(self.hash1), str(self.hash2), self.max_timestamp]
+
+    @staticmethod
+    def from_list(v: list) -> "Chunk":
+        return Chunk(int(v[0]), int(v[1]), int(v[2]), int(v[3]), int(v[4]), None if v[5] is None else int(v[5]))
+
+
+def chunk_size(read_from: int, read_to: int) -> int:
+    """Offsets per chunk of a fresh snapshot of ``[read_from, read_to)``: at most :data:`MAX_CHUNKS` chunks.
+
+    >>> chunk_size(0, 256), chunk_size(0, 257), chunk_size(5, 5)
+    (1, 2, 1)
+    """
+    return max(1, -(-(read_to - read_from) // MAX_CHUNKS))
+
+
+def chunk_grid(base: int, size: int, read_from: int, read_to: int) -> list[tuple[int, int]]:
+    """The chunks' offset ranges of ``[read_from, read_to)`` on the grid of ``size`` offsets from ``base``.
+
+    >>> chunk_grid(0, 4, 6, 13)
+    [(6, 8), (8, 12), (12, 13)]
+    """
+    out = []
+    start = read_from
+    while start < read_to:
+        end = min(read_to, base + ((start - base) // size + 1) * size)
+        out.append((start, end))
+        start = end
+    return out
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """The settings that decide what a topic's brokers delete: cleanup.policy, retention.ms, retention.bytes."""
+
+    cleanup_policy: str = "delete"
+    retention_ms: int = 604800000
+    retention_bytes: int = -1
+
+    @property
+    def deletes(self) -> bool:
+        return "delete" in [p.strip() for p in self.cleanup_policy.split(",")]
+
+    def to_dict(self) -> dict:
+        return {"cleanup.policy": self.cleanup_policy, "retention.ms": self.retention_ms,
+                "retention.bytes": self.retention_bytes}
+
+    @staticmethod
+    def from_dict(d: dict) -> "TopicConfig":
+        return TopicConfig(str(d["cleanup.policy"]), int(d["retention.ms"]), int(d["retention.bytes"]))
 
 
 @dataclass(frozen=True)
@@ -99,26 +178,44 @@ class PartitionSnapshot:
     read_to: int
     digest: Digest = field(default_factory=Digest)
     tail: Tail = field(default_factory=Tail)
+    chunk_base: int | None = None  # format 2, plain partitions: the grid of the chunks
+    chunk_size: int | None = None
+    chunks: tuple[Chunk, ...] | None = None
+    # Across clusters only, never written: the first and the last record's hash1 (None: no record)
+    edges: tuple[int | None, int | None] = field(default=(None, None), compare=False)
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.topic, self.partition)
+
+    def pieces(self) -> tuple[int, int, tuple[Chunk, ...]]:
+        """``(grid base, grid size, chunks)``: a partition without chunks (format 1) is one piece."""
+        if self.chunk_size is not None and self.chunks is not None:
+            return self.chunk_base or 0, self.chunk_size, self.chunks
+        whole = Chunk(self.read_from, self.read_to, self.digest.records, self.digest.hash1, self.digest.hash2, None)
+        return self.read_from, max(1, self.read_to - self.read_from), (whole,) if self.read_to > self.read_from else ()
 
     @property
     def offsets_read(self) -> int:
         return self.read_to - self.read_from
 
     def to_dict(self) -> dict:
-        return {"topic": self.topic, "partition": self.partition, "compacted": self.compacted,
-                "log_start_offset": self.log_start_offset, "end_offset": self.end_offset,
-                "read_from": self.read_from, "read_to": self.read_to,
-                "digest": self.digest.to_dict(), "tail": self.tail.to_dict()}
+        out = {"topic": self.topic, "partition": self.partition, "compacted": self.compacted,
+               "log_start_offset": self.log_start_offset, "end_offset": self.end_offset,
+               "read_from": self.read_from, "read_to": self.read_to,
+               "digest": self.digest.to_dict(), "tail": self.tail.to_dict()}
+        if self.chunk_size is not None and self.chunks is not None:
+            out.update(chunk_base=self.chunk_base, chunk_size=self.chunk_size, chunks=[c.to_list() for c in self.chunks])
+        return out
 
     @staticmethod
     def from_dict(d: dict) -> "PartitionSnapshot":
+        chunked = d.get("chunk_size") is not None
         return PartitionSnapshot(d["topic"], int(d["partition"]), bool(d["compacted"]), int(d["log_start_offset"]),
                                  int(d["end_offset"]), int(d["read_from"]), int(d["read_to"]),
-                                 Digest.from_dict(d["digest"]), Tail.from_dict(d["tail"]))
+                                 Digest.from_dict(d["digest"]), Tail.from_dict(d["tail"]),
+                                 int(d["chunk_base"]) if chunked else None, int(d["chunk_size"]) if chunked else None,
+                                 tuple(Chunk.from_list(c) for c in d["chunks"]) if chunked else None)
 
 
 @dataclass(frozen=True)
@@ -133,6 +230,7 @@ class Snapshot:
     partitions: tuple[PartitionSnapshot, ...]
     like: str | None = None  # taken_at of the snapshot whose ends bounded this one's reads
     format_version: int = FORMAT_VERSION
+    topic_configs: dict[str, TopicConfig] = field(default_factory=dict)  # when it was taken (format 2)
 
     def partition_map(self) -> dict[tuple[str, int], PartitionSnapshot]:
         return {p.key: p for p in self.partitions}
@@ -146,11 +244,14 @@ class Snapshot:
         return sum(p.digest.records for p in self.partitions)
 
     def to_dict(self) -> dict:
-        return {"format": FORMAT, "format_version": self.format_version, "cluster_id": self.cluster_id,
-                "bootstrap_servers": self.bootstrap_servers, "taken_at": self.taken_at,
-                "include_offsets": self.include_offsets, "isolation_level": self.isolation_level,
-                "hash": HASH, "like": self.like,
-                "partitions": [p.to_dict() for p in sorted(self.partitions, key=lambda p: p.key)]}
+        out = {"format": FORMAT, "format_version": self.format_version, "cluster_id": self.cluster_id,
+               "bootstrap_servers": self.bootstrap_servers, "taken_at": self.taken_at,
+               "include_offsets": self.include_offsets, "isolation_level": self.isolation_level,
+               "hash": HASH, "like": self.like,
+               "partitions": [p.to_dict() for p in sorted(self.partitions, key=lambda p: p.key)]}
+        if self.format_version >= 2:
+            out["topic_configs"] = {t: c.to_dict() for t, c in sorted(self.topic_configs.items())}
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
@@ -166,6 +267,8 @@ class ReadRange:
     read_to: int
     end: int
     compacted: bool = False
+    chunk_base: int = 0  # the chunks' grid (plain partitions): chunk_size offsets from chunk_base
+    chunk_size: int = 1
 
 
 def plan_ranges(partitions: list[tuple[str, int]], offsets: dict[tuple[str, int], tuple[int, int]],
@@ -174,7 +277,8 @@ def plan_ranges(partitions: list[tuple[str, int]], offsets: dict[tuple[str, int]
 
     Fresh: ``[log start, end)``. Against an earlier snapshot: from that snapshot's ``read_from`` (or
     the log start now, when records were deleted below it) up to its ``read_to``, and on to the end
-    captured now as the tail. The compacted flag is the earlier snapshot's, so both digest alike.
+    captured now as the tail. The compacted flag and the chunks' grid are the earlier snapshot's, so
+    both digest alike (a format 1 snapshot's partition is one chunk).
     """
     ref = like.partition_map() if like else {}
     out = []
@@ -182,11 +286,13 @@ def plan_ranges(partitions: list[tuple[str, int]], offsets: dict[tuple[str, int]
         log_start, end = offsets[tp]
         r = ref.get(tp)
         if r is None:
-            out.append(ReadRange(tp[0], tp[1], log_start, end, end, tp[0] in compacted))
+            out.append(ReadRange(tp[0], tp[1], log_start, end, end, tp[0] in compacted, log_start,
+                                 chunk_size(log_start, end)))
             continue
         read_from = max(r.read_from, log_start)
         read_to = max(read_from, min(r.read_to, end))
-        out.append(ReadRange(tp[0], tp[1], read_from, read_to, max(end, read_to), r.compacted))
+        base, size, _ = r.pieces()
+        out.append(ReadRange(tp[0], tp[1], read_from, read_to, max(end, read_to), r.compacted, base, size))
     return out
 
 
@@ -207,6 +313,9 @@ SCHEMA = {
         "isolation_level": {"enum": list(ISOLATION_LEVELS)},
         "hash": {"const": HASH},
         "like": {"type": ["string", "null"]},
+        "topic_configs": {"type": "object", "additionalProperties": {
+            "type": "object", "required": ["cleanup.policy", "retention.ms", "retention.bytes"],
+            "properties": {"cleanup.policy": {"type": "string"}, "retention.ms": _INT, "retention.bytes": _INT}}},
         "partitions": {
             "type": "array",
             "items": {
@@ -214,6 +323,10 @@ SCHEMA = {
                 "required": ["topic", "partition", "compacted", "log_start_offset", "end_offset", "read_from",
                              "read_to", "digest", "tail"],
                 "properties": {
+                    "chunk_base": _INT, "chunk_size": {"type": "integer", "minimum": 1},
+                    "chunks": {"type": "array", "items": {
+                        "type": "array", "minItems": 6, "maxItems": 6,
+                        "prefixItems": [_INT, _INT, _INT, _BIG, _BIG, _OPT_INT]}},
                     "topic": {"type": "string", "minLength": 1},
                     "partition": {"type": "integer", "minimum": 0},
                     "compacted": {"type": "boolean"},
@@ -242,7 +355,7 @@ def snapshot_from_json(text: str, source: str = "snapshot") -> Snapshot:
     """Parse and validate a snapshot file's text; BadInput (one line) when it is not one of ours."""
     import jsonschema
 
-    data = parse_document(text, source, ("format", FORMAT), FORMAT_VERSION, _WORDING)
+    data = parse_document(text, source, ("format", FORMAT), READ_VERSIONS, _WORDING)
     try:
         jsonschema.validate(data, SCHEMA)
     except jsonschema.ValidationError as exc:
@@ -254,10 +367,15 @@ def snapshot_from_json(text: str, source: str = "snapshot") -> Snapshot:
         p = PartitionSnapshot.from_dict(d)
         if p.key in seen:
             raise BadInput(f"{source} is a damaged kmigrate verify snapshot: partition {p.topic}-{p.partition} appears twice")
+        if p.chunks is not None and [(c.start, c.end) for c in p.chunks] != chunk_grid(
+                p.chunk_base or 0, p.chunk_size or 1, p.read_from, p.read_to):
+            raise BadInput(f"{source} is a damaged kmigrate verify snapshot: the chunks of {p.topic}-{p.partition} "
+                           f"do not cover offsets {p.read_from}..{p.read_to} on their grid")
         seen.add(p.key)
         parts.append(p)
+    configs = {t: TopicConfig.from_dict(c) for t, c in data.get("topic_configs", {}).items()}
     return Snapshot(data["cluster_id"], data["bootstrap_servers"], data["taken_at"], data["include_offsets"],
-                    data["isolation_level"], tuple(parts), data.get("like"), data["format_version"])
+                    data["isolation_level"], tuple(parts), data.get("like"), data["format_version"], configs)
 
 
 def select_topics(available: list[str] | tuple[str, ...], topics: tuple[str, ...] = (), include: str | None = None,

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from migrate.adapters.spark import SparkSettings, parse_spark_conf, preflight_unless_running, spark_session
-from migrate.adapters.spark_job import digest_first_records, digest_ranges
+from migrate.adapters.spark_job import digest_alignments, digest_ranges
 from migrate.files import client_settings
-from migrate.core.compare import Report, compare_cross, compare_same, prefix_requests
-from migrate.core.snapshot import ISOLATION_LEVELS, PartitionSnapshot, ReadRange, Snapshot, plan_ranges, select_topics
+from migrate.core.compare import Report, alignment_requests, compare_cross, compare_same, taken_at_ms
+from migrate.core.snapshot import (ISOLATION_LEVELS, PartitionSnapshot, ReadRange, Snapshot, TopicConfig, plan_ranges,
+                                   select_topics)
 from migrate.errors import BadInput
 
 if TYPE_CHECKING:  # confluent-kafka loads when a command reads a cluster, not when the CLI starts
@@ -64,21 +65,24 @@ def _check_isolation(level: str) -> None:
         raise BadInput(f"--isolation-level {level!r}: choose read_committed or read_uncommitted")
 
 
-def _snapshot(side: KafkaSide, spark, partitions: list[tuple[str, int]], compacted: set[str],
+def _snapshot(side: KafkaSide, spark, partitions: list[tuple[str, int]], configs: dict[str, TopicConfig],
               offsets: dict[tuple[str, int], tuple[int, int]], cluster_id: str, taken_at: str, include_offsets: bool,
               isolation_level: str, like: Snapshot | None, progress: Progress) -> tuple[Snapshot, list[ReadRange]]:
+    compacted = {t for t, c in configs.items() if "compact" in c.cleanup_policy}
     ranges = plan_ranges(partitions, offsets, compacted, like)
     total = sum(r.end - r.read_from for r in ranges)
     progress(f"reading {len(ranges)} partitions ({total} offsets) of {side.settings.bootstrap_servers} with Spark")
     digests = digest_ranges(spark, side.settings.spark_options(), ranges, include_offsets, isolation_level)
     parts = []
     for r in ranges:
-        digest, tail = digests[(r.topic, r.partition)]
+        found = digests[(r.topic, r.partition)]
         log_start, end = offsets[(r.topic, r.partition)]
+        grid = (None, None) if r.compacted else (r.chunk_base, r.chunk_size)
         parts.append(PartitionSnapshot(r.topic, r.partition, r.compacted, log_start, end, r.read_from, r.read_to,
-                                       digest, tail))
+                                       found.digest, found.tail, *grid, found.chunks, found.edges))
     snap = Snapshot(cluster_id, side.settings.bootstrap_servers, taken_at, include_offsets, isolation_level,
-                    tuple(parts), like.taken_at if like else None)
+                    tuple(parts), like.taken_at if like else None,
+                    topic_configs={t: configs[t] for t in sorted({tp[0] for tp in partitions}) if t in configs})
     return snap, ranges
 
 
@@ -101,17 +105,24 @@ def take_snapshot(side: KafkaSide, spark, scope: Scope, taken_at: str, isolation
         partitions = [(t, p) for t in topics for p in view.partitions[t]]
     progress(f"capturing offsets of {len(partitions)} partitions in {len(topics)} topics")
     offsets = side.offsets(partitions, isolation_level)
-    compacted = side.compacted(topics)
-    snap, _ = _snapshot(side, spark, partitions, compacted, offsets, view.cluster_id, taken_at, True,
+    configs = side.topic_configs(topics)
+    snap, _ = _snapshot(side, spark, partitions, configs, offsets, view.cluster_id, taken_at, True,
                         isolation_level, like, progress)
     return snap
 
 
+def _sizes(side: KafkaSide, snap: Snapshot) -> dict[tuple[str, int], int]:
+    """Each partition's size now, for the topics whose retention.bytes may have deleted records."""
+    by_size = {t for t, c in snap.topic_configs.items() if c.deletes and c.retention_bytes >= 0}
+    return side.partition_bytes([p.key for p in snap.partitions if p.topic in by_size]) if by_size else {}
+
+
 def compare_with_cluster(before: Snapshot, side: KafkaSide, spark, taken_at: str, fail_on_tail: bool = False,
                          progress: Progress = lambda msg: None) -> tuple[Snapshot, Report]:
-    """Snapshot the cluster against ``before``'s ends and compare (the ``verify compare`` form)."""
+    """Snapshot the cluster against ``before``'s ends and compare (the ``verify compare`` form): records
+    below a log start that moved are judged by the topics' configs now, at ``taken_at``."""
     after = take_snapshot(side, spark, Scope(), taken_at, before.isolation_level, like=before, progress=progress)
-    return after, compare_same(before, after, fail_on_tail)
+    return after, compare_same(before, after, fail_on_tail, taken_at_ms(taken_at), _sizes(side, after))
 
 
 def verify_clusters(source: KafkaSide, target: KafkaSide, spark, scope: Scope, taken_at: str,
@@ -131,16 +142,17 @@ def verify_clusters(source: KafkaSide, target: KafkaSide, spark, scope: Scope, t
     progress(f"capturing offsets of {len(s_parts)} source and {len(t_parts)} target partitions")
     s_offsets = source.offsets(s_parts, isolation_level)
     t_offsets = target.offsets(t_parts, isolation_level)
-    s_compacted, t_compacted = source.compacted(topics), target.compacted(t_topics)
-    s_snap, s_ranges = _snapshot(source, spark, s_parts, s_compacted, s_offsets, sview.cluster_id, taken_at, False,
+    s_configs, t_configs = source.topic_configs(topics), target.topic_configs(t_topics)
+    s_snap, s_ranges = _snapshot(source, spark, s_parts, s_configs, s_offsets, sview.cluster_id, taken_at, False,
                                  isolation_level, None, progress)
-    t_snap, t_ranges = _snapshot(target, spark, t_parts, t_compacted, t_offsets, tview.cluster_id, taken_at, False,
+    t_snap, t_ranges = _snapshot(target, spark, t_parts, t_configs, t_offsets, tview.cluster_id, taken_at, False,
                                  isolation_level, None, progress)
-    wanted = prefix_requests(s_snap, t_snap)
-    prefixes: dict = {"source": {}, "target": {}}
+    wanted = alignment_requests(s_snap, t_snap)
+    aligned: dict = {"source": {}, "target": {}}
     for label, side, ranges in (("source", source, s_ranges), ("target", target, t_ranges)):
         if wanted[label]:
-            progress(f"digesting the first records of {len(wanted[label])} {label} partitions whose counts differ")
-            prefixes[label] = digest_first_records(spark, side.settings.spark_options(), ranges, wanted[label], False,
-                                                   isolation_level)
-    return compare_cross(s_snap, t_snap, prefixes, fail_on_tail)
+            progress(f"lining up {len(wanted[label])} {label} partitions whose records differ with the other side's")
+            aligned[label] = digest_alignments(spark, side.settings.spark_options(), ranges, wanted[label],
+                                               isolation_level)
+    sizes = {"source": _sizes(source, s_snap), "target": _sizes(target, t_snap)}
+    return compare_cross(s_snap, t_snap, aligned, fail_on_tail, taken_at_ms(taken_at), sizes)

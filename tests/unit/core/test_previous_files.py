@@ -65,3 +65,45 @@ def test_a_verify_snapshot_of_the_previous_version_reads_and_writes_back_unchang
     assert digests[("orders", 0)] == (1000, 2**63 + 12345, 987654321)
     assert digests[("orders", 1)] == (1299, 1, 2**64 - 1)
     assert snapshot.partition_map()[("orders", 0)].tail.records == 3
+
+
+# ``data/release_1_snapshot.json`` was written by ``Snapshot.to_json`` of commit 073ea6c, the last release
+# of snapshot format 1 (no chunks): a snapshot taken before an upgrade compares after it, each partition
+# as one piece on the grid the format 2 snapshot taken against it uses.
+def _after_on_the_grid_of(before, changes=None):
+    """The format 2 snapshot ``verify compare`` takes against ``before`` (plan_ranges gives it the one-piece
+    grid), with every record unchanged unless ``changes`` says ``{key: (read_from, digest)}``."""
+    from migrate.core.snapshot import Chunk, PartitionSnapshot, Snapshot, Tail, plan_ranges
+
+    offsets = {p.key: (p.log_start_offset, p.end_offset) for p in before.partitions}
+    ranges = plan_ranges([p.key for p in before.partitions], offsets, set(), before)
+    old = before.partition_map()
+    parts = []
+    for r in ranges:
+        read_from, d = (changes or {}).get((r.topic, r.partition), (r.read_from, old[(r.topic, r.partition)].digest))
+        grid = (None, None, None) if r.compacted else (r.chunk_base, r.chunk_size, (Chunk(
+            read_from, r.read_to, d.records, d.hash1, d.hash2, 1_700_000_000_000),) if r.read_to > read_from else ())
+        parts.append(PartitionSnapshot(r.topic, r.partition, r.compacted, read_from, r.end, read_from, r.read_to,
+                                       d, Tail(), *grid))
+    return Snapshot(before.cluster_id, before.bootstrap_servers, "2026-11-24T00:00:00+00:00", True,
+                    before.isolation_level, tuple(parts), before.taken_at)
+
+
+def test_a_snapshot_of_the_last_format_1_release_reads_back_and_compares_with_a_new_one():
+    from migrate.core.compare import compare_same
+    from migrate.core.snapshot import Digest, TopicConfig
+
+    text = _read("release_1_snapshot.json")
+    before = verify_snapshot_from_json(text, "release_1_snapshot.json")
+    assert before.format_version == 1 and before.to_json() == text
+    after = _after_on_the_grid_of(before)
+    assert verify_snapshot_from_json(after.to_json()).format_version == 2
+    report = compare_same(before, verify_snapshot_from_json(after.to_json()))
+    assert report.ok and report.to_dict()["summary"]["verified_records"] == 160
+    changed = _after_on_the_grid_of(before, {("orders", 1): (40, Digest(50, 2**64 + 8, 3, 40, 89, 50))})
+    assert [p.name for p in compare_same(before, changed).differing] == ["orders-1"]
+    # retention moved orders-0's log start into the one piece: its records are reported unverifiable
+    moved = _after_on_the_grid_of(before, {("orders", 0): (60, Digest(40, 1, 1, 60, 99, 40))})
+    moved = type(moved)(**{**moved.__dict__, "topic_configs": {"orders": TopicConfig("delete", 3600000, -1)}})
+    report = compare_same(before, moved)
+    assert report.ok and report.partitions[0].unverifiable == 100
