@@ -125,7 +125,7 @@ def plan(
     Exit 0: no blocking finding; 1: the audit found errors that stop the migration (the plan is still written);
     2: bad input (nothing written).
     """
-    from migrate.core.planner import build_plan, plan_from_reassignment_json
+    from migrate.core.planner import RESOLVED_LATER_IN_RUNBOOK, build_plan, plan_from_reassignment_json
     from migrate.core.plan import reassignment_json as to_reassignment_json
 
     if playbook is None and from_reassignment_json is None:
@@ -169,7 +169,13 @@ def plan(
             console.print(f"reassignment file for kafka-reassign-partitions.sh written to {reassignment_json} "
                           "(--execute, then --verify with the same file; --bootstrap-server from Kafka 2.6, "
                           "--zookeeper on 2.4 and 2.5)", markup=False)
-    blocking = result.errors(force=force)
+    later = [f for f in result.errors(force=force) if f.code in RESOLVED_LATER_IN_RUNBOOK]
+    blocking = [f for f in result.errors(force=force) if f.code not in RESOLVED_LATER_IN_RUNBOOK]
+    if later and not blocking:
+        step = next((s.number for s in result.runbook[1:] if s.command == result.runbook[0].command), None)
+        err_console.print(f"kmigrate: {len(later)} audit error(s) wait for a later runbook step: {later[0].message}; "
+                          "kmigrate partitions refuses this plan until then"
+                          + (f": make it again at step {step}" if step else ""), markup=False)
     if blocking:
         err_console.print(f"kmigrate: {len(blocking)} audit error(s) stop the migration: {blocking[0].message}"
                           + (" (and more above)" if len(blocking) > 1 else ""), markup=False)

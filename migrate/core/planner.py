@@ -63,6 +63,7 @@ __all__ = [
     "plan_from_reassignment_json",
     "reassignment_json",
     "RUNBOOK_COMMANDS",
+    "RESOLVED_LATER_IN_RUNBOOK",
 ]
 
 _UNMAPPED = 1
@@ -132,7 +133,12 @@ RUNBOOK_COMMANDS = {
 }
 """Command templates used in the runbook (``{plan}`` is the plan file). ``health`` is the gate an operator
 runs between two broker restarts; README.md's real-cluster block follows these steps in order
-(``tests/unit/core/test_readme_runbook_order.py``)."""
+(``tests/unit/test_readme_order.py``)."""
+
+RESOLVED_LATER_IN_RUNBOOK = frozenset({"mapping.new_broker_missing"})
+"""Audit errors a later step of the runbook resolves: the new brokers start at its "start the new broker(s)"
+step, after the first ``kmigrate plan``, and the plan is made again after it. ``kmigrate plan`` reports them
+without failing; ``kmigrate partitions`` still refuses a plan that has them."""
 
 
 # --------------------------------------------------------------------------- targets
@@ -413,7 +419,7 @@ def build_runbook(
     bootstrap: str = "BOOTSTRAP",
 ) -> tuple[RunbookStep, ...]:
     """The ordered runbook: audit, ZooKeeper joiners, first rolling restart, reconfig, second
-    rolling restart, new brokers, verify snapshot, partitions, verify compare, decommission.
+    rolling restart, new brokers, the plan again, verify snapshot, partitions, verify compare, decommission.
     Steps that do not apply (no ZooKeeper change, no broker mapping) are left out."""
     steps: list[tuple[str, str, str, str]] = []
     fields = {"plan": plan_file, "playbook": playbook_file, "bootstrap": bootstrap}
@@ -454,6 +460,11 @@ def build_runbook(
                       f"Start each new broker with its broker.id and broker.rack ({racks}){connect}; then "
                       f"`{c['health']} --broker-list {','.join(map(str, sorted({*mapping, *new_brokers})))}`.",
                       "every new broker is registered, alive and reports its rack"))
+    if mapping:
+        steps.append(("kmigrate", c["audit"],
+                      "Plan again now that the new brokers are registered: kmigrate partitions refuses a plan whose "
+                      "audit did not find them (the first one, made before they started).",
+                      "no error finding is left"))
     if has_moves:
         steps.append(("kmigrate", c["verify_snapshot"],
                       "Record every partition's offsets and a digest of its records before the move.",

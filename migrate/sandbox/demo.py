@@ -63,6 +63,25 @@ migration:
 """
 
 
+def sandbox_playbook(spec: SandboxSpec, throttle: str) -> str:
+    """The playbook of a sandbox's migration: its brokers to its spare brokers (in id order), its ZooKeeper
+    voters replaced by its joiners, at ``throttle``."""
+    old = [b.id for b in spec.brokers if not b.spare]
+    new = [b for b in spec.brokers if b.spare]
+    voters = [z.id for z in spec.zookeepers if not z.joiner]
+    joiners = [z for z in spec.zookeepers if z.joiner]
+    return PLAYBOOK.format(
+        old=",".join(map(str, old)), new=",".join(str(b.id) for b in new),
+        zk_old=",".join(map(str, voters)), zk_new=",".join(str(z.id) for z in joiners),
+        bootstrap=spec.bootstrap_servers(spare=False), connect=spec.zookeeper_connect(),
+        add="\n".join(f"    - {{id: {z.id}, host: {z.host}}}" for z in joiners),
+        zk_remove=", ".join(map(str, voters)), mapping=", ".join(f"{o}: {n.id}" for o, n in zip(old, new)),
+        new_racks="\n".join(f"    {b.id}: {{availability_domain: {b.rack.split('/')[0]}, fault_domain: {b.rack.split('/')[1]}}}"
+                            for b in new),
+        throttle=throttle,
+    )
+
+
 @dataclass
 class Phase:
     name: str
@@ -195,15 +214,7 @@ class Demo:
         self.sandbox.up(self.spec, progress=self.progress)
         self.playbook = self.dir / "playbook.yaml"
         p = self.spec.ip_prefix
-        self.playbook.write_text(PLAYBOOK.format(
-            old="1,2,3", new="4,5,6", zk_old="1,2,3", zk_new="4,5,6",
-            bootstrap=self.spec.bootstrap_servers(spare=False), connect=self.spec.zookeeper_connect(),
-            add="\n".join(f"    - {{id: {z.id}, host: {z.host}}}" for z in self.spec.zookeepers if z.joiner),
-            zk_remove="1, 2, 3", mapping="1: 4, 2: 5, 3: 6",
-            new_racks="\n".join(f"    {b.id}: {{availability_domain: {b.rack.split('/')[0]}, fault_domain: {b.rack.split('/')[1]}}}"
-                                for b in self.spec.brokers if b.spare),
-            throttle=self.throttle,
-        ))
+        self.playbook.write_text(sandbox_playbook(self.spec, self.throttle))
         return f"{len(self.spec.zookeepers)} ZooKeeper servers, {len(self.spec.brokers)} brokers on {p}.x"
 
     def create_topics(self) -> str:

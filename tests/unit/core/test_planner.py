@@ -62,9 +62,10 @@ def test_runbook_order_and_zookeeper_steps(kb):
     plan = build_plan(kb.snapshot(), kb.playbook())
     steps = plan.runbook
     assert [s.actor for s in steps] == [
-        "kmigrate", "operator", "operator", "kmigrate", "operator", "operator", "kmigrate", "kmigrate", "kmigrate", "operator",
+        "kmigrate", "operator", "operator", "kmigrate", "operator", "operator", "kmigrate", "kmigrate", "kmigrate", "kmigrate",
+        "operator",
     ]
-    assert [s.number for s in steps] == list(range(1, 11))
+    assert [s.number for s in steps] == list(range(1, 12))
     assert steps[0].command == "kmigrate plan --playbook test.yaml -o plan.json"
     assert "as joiners" in steps[1].command
     assert steps[2].command == (
@@ -74,10 +75,11 @@ def test_runbook_order_and_zookeeper_steps(kb):
     assert steps[3].command == "kmigrate zookeeper --playbook test.yaml --add 4,5,6 --remove 1,2,3"
     assert steps[4].command.endswith("zookeeper.connect=127.0.0.4:2181,127.0.0.5:2181,127.0.0.6:2181")
     assert steps[5].command == "start the new broker(s) 4, 5, 6"
-    assert steps[6].command.startswith("kmigrate verify snapshot")
-    assert steps[7].command.startswith("kmigrate partitions")
-    assert steps[8].command.startswith("kmigrate verify compare")
-    assert steps[9].command == "decommission brokers 1, 2, 3 and ZooKeeper servers 1, 2, 3"
+    assert steps[6].command == steps[0].command  # the plan again, once the new brokers are registered
+    assert steps[7].command.startswith("kmigrate verify snapshot")
+    assert steps[8].command.startswith("kmigrate partitions")
+    assert steps[9].command.startswith("kmigrate verify compare")
+    assert steps[10].command == "decommission brokers 1, 2, 3 and ZooKeeper servers 1, 2, 3"
     assert all(s.check and s.description for s in steps)
     zk = plan.zookeeper
     assert zk is not None

@@ -33,20 +33,25 @@ def test_a_cluster_file_of_the_previous_version_reads_and_writes_back_unchanged(
 
 
 def test_the_same_cluster_and_playbook_give_the_previous_plan_byte_for_byte():
-    """Byte for byte but for the runbook's prose, which names ``kmigrate health`` since issue 16 (steps 2, 3, 5
-    and 6): the runbook is advice to the operator, not part of the plan id, and a plan file keeps the runbook
-    it was written with (the next test). ``previous_plan.json`` stays as the previous version wrote it."""
+    """Byte for byte but for the runbook, which since issue 16 names ``kmigrate health`` (steps 2, 3, 5 and 6)
+    and makes the plan again once the new brokers are registered (a new step 7): the runbook is advice to the
+    operator, not part of the plan id, and a plan file keeps the runbook it was written with (the next test).
+    ``previous_plan.json`` stays as the previous version wrote it."""
     snapshot = snapshot_from_json(_read("previous_cluster.json"), "previous_cluster.json")
     playbook = parse_playbook(_read("previous_playbook.yaml"), "golden.yaml")
     plan = build_plan(snapshot, playbook)
     previous = plan_from_json(_read("previous_plan.json"), "previous_plan.json")
     assert plan.plan_id == PREVIOUS_PLAN_ID
     assert plan_to_json(replace(plan, runbook=previous.runbook)) == _read("previous_plan.json")
-    changed = [new.number for new, old in zip(plan.runbook, previous.runbook) if new != old]
-    assert changed == [2, 3, 5, 6] and len(plan.runbook) == len(previous.runbook)
+    again = plan.runbook[6]
+    assert (again.actor, again.command) == ("kmigrate", plan.runbook[0].command)
+    kept = plan.runbook[:6] + plan.runbook[7:]
+    assert [s.number for s in kept] == [1, 2, 3, 4, 5, 6, 8, 9, 10, 11] and len(kept) == len(previous.runbook)
+    changed = [old.number for new, old in zip(kept, previous.runbook) if new.description != old.description]
+    assert changed == [2, 3, 5, 6]
     assert all("kmigrate health --bootstrap-server 127.0.0.1:9092 --wait" in plan.runbook[n - 1].description
                for n in (3, 5, 6))
-    assert [(s.actor, s.command, s.check) for s in plan.runbook] == [(s.actor, s.command, s.check) for s in previous.runbook]
+    assert [(s.actor, s.command, s.check) for s in kept] == [(s.actor, s.command, s.check) for s in previous.runbook]
 
 
 def test_a_plan_file_of_the_previous_version_loads_with_its_plan_id():
