@@ -8,6 +8,7 @@ first, with a message that says what to install.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
@@ -34,6 +35,7 @@ KAFKA_TOOLS = {
 }
 
 KAFKA_MAIN = "kafka.Kafka"
+MIRROR_MAKER_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
 ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
 
@@ -131,11 +133,19 @@ def fetch_maven_project(pom: Path, name: str, properties: dict[str, str], quiet:
     return lib
 
 
+def _pom_digest(pom: Path) -> str:
+    """A short digest of a Maven project's bytes: part of its cache directory's name, so that a
+    changed project (a new dependency) is fetched again instead of reusing a complete older cache."""
+    return hashlib.sha256(pom.read_bytes()).hexdigest()[:8]
+
+
 def ensure_distribution(kafka_version: str = KAFKA_VERSION, zookeeper_version: str = ZOOKEEPER_VERSION) -> Distribution:
-    """The jars of Kafka ``kafka_version`` (with its stock tools) and ZooKeeper ``zookeeper_version``."""
-    name = f"servers/kafka-{kafka_version}_zookeeper-{zookeeper_version}"
+    """The jars of Kafka ``kafka_version`` (with its stock tools and MirrorMaker 2) and ZooKeeper
+    ``zookeeper_version``."""
+    pom = Path(__file__).with_name("servers_pom.xml")
+    name = f"servers/kafka-{kafka_version}_zookeeper-{zookeeper_version}_{_pom_digest(pom)}"
     lib = fetch_maven_project(
-        Path(__file__).with_name("servers_pom.xml"),
+        pom,
         name,
         {"kafka.version": kafka_version, "zookeeper.version": zookeeper_version},
     )
