@@ -243,7 +243,11 @@ def judge_chunks(before: PartitionSnapshot, after: PartitionSnapshot, config: To
     base, size, _ = before.pieces()
     if after.pieces()[:2] != (base, size):  # a format 1 side: both compare as one piece
         base, size = before.read_from, max(1, before.read_to - before.read_from, after.read_to - before.read_from)
-        b_map, a_map = {0: before.pieces()[2][0]} if before.read_to > before.read_from else {}, {}
+        b_map, a_map = {}, {}
+        if before.read_to > before.read_from:
+            stamps = [c.max_timestamp for c in before.chunks or () if c.max_timestamp is not None]
+            b_map = {0: Chunk(before.read_from, before.read_to, before.digest.records, before.digest.hash1,
+                              before.digest.hash2, max(stamps) if stamps else None)}
         if after.read_to > after.read_from:
             a_map = {0: Chunk(after.read_from, after.read_to, after.digest.records, after.digest.hash1,
                               after.digest.hash2)}

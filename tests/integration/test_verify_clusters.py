@@ -21,7 +21,8 @@ from migrate.sandbox.testing import running_sandbox, unique_topic
 
 pytestmark = pytest.mark.integration
 
-ONE_BROKER = dict(zookeeper_ids=(1,), broker_ids=(1,))
+# retention checked every second (a static broker setting), for the test of records expired on one side
+ONE_BROKER = dict(zookeeper_ids=(1,), broker_ids=(1,), kafka_settings={"log.retention.check.interval.ms": "1000"})
 MASTER = "local[2]"
 BASE_TS = int(time.time() * 1000) - 3_600_000  # recent: older records would be deleted by retention
 
@@ -177,3 +178,52 @@ def test_a_topic_missing_on_the_target_is_a_difference(clusters, spark, capsys):
     write(clusters[0], only, 2, 20)
     code, report, _ = verify(capsys, clusters, "--topic", only)
     assert code == 1 and {x["problems"][0] for x in report["partitions"]} == {"missing on the target"}
+
+
+def write_aged(bs: str, topic: str, now_ms: int, changed: tuple[int, int] | None = None) -> None:
+    """Per partition (2), 100 records stamped two days before ``now_ms`` then 60 stamped ``now_ms``: the first
+    new record rolls the segment (segment.ms 60 s), so the old records are a closed segment of their own.
+    ``changed`` (batch, i): that record gets another value."""
+    p = Producer({"bootstrap.servers": bs, **TRUSTED_PRODUCER})
+    for batch, (count, stamp) in enumerate(((100, now_ms - 48 * 3_600_000), (60, now_ms))):
+        for i in range(count * 2):
+            value = b"changed" if changed == (batch, i) else f"value-{batch}-{i}".encode()
+            p.produce(topic, key=f"{batch}-{i}".encode(), value=value, partition=i % 2, timestamp=stamp + i)
+        assert p.flush(60) == 0
+
+
+def test_records_expired_on_the_source_only_are_reported_not_a_difference(clusters, spark, capsys):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, OffsetSpec
+
+    src, tgt = clusters
+    expired, altered = unique_topic("expired"), unique_topic("expired-altered")
+    now_ms = int(time.time() * 1000)
+    for topic in (expired, altered):
+        for bs in clusters:
+            create(bs, topic, 2, {"retention.ms": "-1", "segment.ms": "60000"})
+        shift_offsets(tgt, topic, 2)
+        write_aged(src, topic, now_ms)
+        write_aged(tgt, topic, now_ms, (1, 5) if topic == altered else None)  # new record 5: partition 1
+    a = AdminClient({"bootstrap.servers": src})
+    for topic in (expired, altered):  # the source's retention becomes one hour: its two-day-old segment goes
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+            ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])
+        a.incremental_alter_configs([resource])[resource].result(timeout=60)
+    deadline = time.monotonic() + 180
+    wanted = {TopicPartition(t, p): OffsetSpec.earliest() for t in (expired, altered) for p in (0, 1)}
+    while {f.result(timeout=30).offset for f in a.list_offsets(wanted, request_timeout=30).values()} != {100}:
+        assert time.monotonic() < deadline, "retention did not delete the source's old segments"
+        time.sleep(1)
+
+    code, report, err = verify(capsys, clusters, "--topic", expired)
+    assert code == 0, [x["problems"] for x in report.get("partitions", [])] or err
+    for x in report["partitions"]:
+        assert (x["verified_records"], x["expired_records"], x["expired_side"]) == (60, 100, "source"), x
+        assert "100 older records on the target only: expired as configured on the source (retention.ms 3600000" \
+            in x["notes"][0]
+    assert report["summary"]["expired_records"] == 200 and report["summary"]["differing_records"] == 0
+
+    code, report, err = verify(capsys, clusters, "--topic", altered)
+    assert code == 1, err
+    assert [(x["partition"], x["ok"]) for x in report["partitions"]] == [(0, True), (1, False)]
+    assert "the records both hold differ" in report["partitions"][1]["problems"][0]

@@ -336,3 +336,14 @@ def test_cross_cluster_a_side_emptied_by_retention():
     assert r.ok and (r.expired, r.expired_side) == (50, "source")
     young = cross([src], [chunked(records=50, stamps=lambda i: YOUNG)]).partitions[0]
     assert not young.ok and "partition empty on the source" in young.problems[0]
+
+
+def test_a_chunked_snapshot_against_a_format_1_one_compares_whole():
+    before = chunked()  # format 2, 10 chunks
+    one_piece = part(records=100, h=(before.digest.hash1, before.digest.hash2))
+    assert same(before, one_piece).ok and same(before, one_piece).partitions[0].verified == 100
+    changed = part(records=100, h=(before.digest.hash1 + 1, before.digest.hash2))
+    assert not same(before, changed).ok
+    # the log start moved into the one piece: the newest of all chunks decides (old here): expired/unverifiable
+    moved = same(before, part(records=70, start=30, end=100, h=(5, 5))).partitions[0]
+    assert moved.ok and (moved.expired, moved.unverifiable) == (30, 70)

@@ -1,0 +1,184 @@
+"""``kmigrate verify compare`` after time-based retention deleted the oldest segments during a full
+``kmigrate partitions`` migration: real sandbox, real local Spark, little data.
+
+One sandbox (1 ZooKeeper, brokers 1-3, spare brokers 4-6) whose brokers check retention every second
+(``log.retention.check.interval.ms`` is a static broker setting: it cannot be altered at run time, so
+the sandbox starts with it). Each partition gets 100 records stamped two days ago, then 60 stamped
+now: the first new record rolls the segment (``segment.ms`` 60 s is long past the old records'
+time), so offsets 0..99 are a closed segment of their own. The topic keeps everything
+(``retention.ms`` -1) until the snapshot is taken; then ``retention.ms`` becomes one hour, the brokers
+delete the old segment (log start 100) and the migration moves every replica to brokers 4-6.
+At most 256 records a partition: one record a chunk, so every record still present is compared.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+from migrate.adapters.kafka import TRUSTED_PRODUCER
+from migrate.adapters.spark import SparkSettings, spark_session
+from migrate.sandbox.testing import unique_topic
+from verify_support import run
+from partitions_support import MAPPING, admin, create_topic, kmigrate, old_assignment, replicas_on
+
+pytestmark = pytest.mark.integration
+
+SANDBOX = dict(zookeeper_ids=(1,), broker_ids=(1, 2, 3), spare_broker_ids=(4, 5, 6),
+               kafka_settings={"log.retention.check.interval.ms": "1000"})
+MASTER = "local[2]"
+PARTITIONS, OLD_RECORDS, NEW_RECORDS = 3, 100, 60
+HOUR_MS = 3_600_000
+
+
+@pytest.fixture(scope="module")
+def spark(cluster):
+    with spark_session(SparkSettings(master=MASTER)) as session:
+        yield session
+
+
+def write_aged(cluster, topic: str) -> None:
+    """Per partition: OLD_RECORDS records stamped two days ago, then NEW_RECORDS stamped now."""
+    now = int(time.time() * 1000)
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers(), **TRUSTED_PRODUCER})
+    for batch, (count, stamp) in enumerate(((OLD_RECORDS, now - 48 * HOUR_MS), (NEW_RECORDS, now))):
+        for i in range(count * PARTITIONS):
+            p.produce(topic, key=f"{batch}-{i}".encode(), value=f"value-{batch}-{i}".encode() * 4,
+                      partition=i % PARTITIONS, timestamp=stamp + i)
+        assert p.flush(60) == 0
+
+
+def set_retention(cluster, topic: str, retention_ms: int) -> None:
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.ms", str(retention_ms), incremental_operation=AlterConfigOpType.SET)])
+    a = admin(cluster)  # kept alive until its futures complete
+    for f in a.incremental_alter_configs([resource]).values():
+        f.result(timeout=60)
+
+
+def log_starts(cluster, topic: str) -> dict[int, int]:
+    from confluent_kafka.admin import OffsetSpec
+
+    a = admin(cluster)
+    futures = a.list_offsets({TopicPartition(topic, p): OffsetSpec.earliest() for p in range(PARTITIONS)},
+                             request_timeout=30)
+    return {tp.partition: f.result(timeout=30).offset for tp, f in futures.items()}
+
+
+def wait_for_expiry(cluster, topic: str, timeout_s: float = 180) -> None:
+    deadline = time.monotonic() + timeout_s
+    while (starts := log_starts(cluster, topic)) != {p: OLD_RECORDS for p in range(PARTITIONS)}:
+        assert time.monotonic() < deadline, f"retention did not delete the old segments of {topic}: {starts}"
+        time.sleep(1)
+
+
+def aged_topic(cluster, prefix: str) -> str:
+    topic = unique_topic(prefix)
+    create_topic(cluster, topic, old_assignment(PARTITIONS, 2), {"retention.ms": "-1", "segment.ms": "60000"})
+    write_aged(cluster, topic)
+    return topic
+
+
+def compare(capsys, path: Path) -> tuple[int, dict]:
+    code, out, err = run(capsys, "verify", "compare", str(path), "--master", MASTER, "--output", "json")
+    assert out.strip(), err
+    return code, json.loads(out)
+
+
+def test_retention_during_a_migration_is_expired_as_configured_not_a_difference(cluster, spark, capsys, tmp_path):
+    expiring, deleted = aged_topic(cluster, "expiring"), aged_topic(cluster, "deleted")
+    snapshots = {}
+    for topic in (expiring, deleted):
+        snapshots[topic] = tmp_path / f"{topic}.json"
+        code, _, err = run(capsys, "verify", "snapshot", "--bootstrap-server", cluster.bootstrap_servers(), "-o",
+                           str(snapshots[topic]), "--topic", topic, "--master", MASTER, "--output", "json")
+        assert code == 0, err
+        before = json.loads(snapshots[topic].read_text())
+        assert before["format_version"] == 2 and before["topic_configs"][topic]["retention.ms"] == -1
+        assert all(p["chunk_size"] == 1 and len(p["chunks"]) == OLD_RECORDS + NEW_RECORDS
+                   for p in before["partitions"])
+    for topic in (expiring, deleted):
+        set_retention(cluster, topic, HOUR_MS)
+    for topic in (expiring, deleted):
+        wait_for_expiry(cluster, topic)
+    # delete-records on one partition to offset 130: records 100..129 are a minute old, not expired
+    a = admin(cluster)
+    for f in a.delete_records([TopicPartition(deleted, 1, OLD_RECORDS + 30)], request_timeout=60).values():
+        f.result(timeout=90)
+
+    r = kmigrate("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--mapping", MAPPING,
+                 "--topics", f"({expiring}|{deleted})", "-O", "json", timeout_s=900)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert not replicas_on(cluster, (1, 2, 3), [expiring, deleted]), "every replica moved to brokers 4-6"
+
+    code, report = compare(capsys, snapshots[expiring])
+    assert code == 0, [p["problems"] for p in report["partitions"]]
+    summary = report["summary"]
+    assert summary["expired_records"] == PARTITIONS * OLD_RECORDS
+    assert summary["verified_records"] == PARTITIONS * NEW_RECORDS  # every record still present compared
+    assert summary["unverifiable_records"] == summary["differing_records"] == 0
+    assert report["topics"][0]["expired_records"] == PARTITIONS * OLD_RECORDS
+    for p in report["partitions"]:
+        assert p["expired_records"] == OLD_RECORDS and p["after"]["read_from"] == OLD_RECORDS
+        assert "expired as configured (retention.ms 3600000: newest record" in p["notes"][0]
+
+    code, report = compare(capsys, snapshots[deleted])
+    assert code == 1
+    assert [(p["partition"], p["ok"]) for p in report["partitions"]] == [(0, True), (1, False), (2, True)]
+    bad = report["partitions"][1]
+    assert bad["problems"][0].startswith("log start moved from 0 to 130: offsets 100..129 (30 records) are gone "
+                                         "and not expired as configured (not old enough"), bad["problems"]
+    assert (bad["expired_records"], bad["differing_records"], bad["verified_records"]) == (100, 30, 30)
+    assert report["summary"]["expired_records"] == PARTITIONS * OLD_RECORDS
+
+    # the text report never cuts a topic name, however narrow the terminal
+    from migrate.commands import common
+
+    width = common.console.width
+    try:
+        common.console.width = 50
+        code, out, _ = run(capsys, "verify", "compare", str(snapshots[deleted]), "--master", MASTER)
+    finally:
+        common.console.width = width
+    assert code == 1 and f"{deleted}-1" in out.replace("\n", "") and "…" not in out
+
+
+def test_size_based_retention_is_named_as_such(cluster, spark, capsys, tmp_path):
+    # the broker's retention check interval cannot be altered at run time: the sandbox starts with it
+    broker = ConfigResource(ConfigResource.Type.BROKER, "1", incremental_configs=[
+        ConfigEntry("log.retention.check.interval.ms", "1000", incremental_operation=AlterConfigOpType.SET)])
+    a = admin(cluster)
+    with pytest.raises(Exception, match="(?i)dynamic"):
+        a.incremental_alter_configs([broker])[broker].result(timeout=60)
+
+    topic = unique_topic("by-size")  # records of now, in segments of 2 KB: only retention.bytes deletes them
+    create_topic(cluster, topic, old_assignment(PARTITIONS, 2), {"retention.ms": "-1", "segment.bytes": "2048"})
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers(), **TRUSTED_PRODUCER, "linger.ms": 0})
+    for i in range(PARTITIONS * 150):
+        p.produce(topic, key=b"%d" % i, value=b"v" * 60, partition=i % PARTITIONS)
+        if i % 10 == 0:
+            p.flush(30)  # small batches: many segments
+    assert p.flush(60) == 0
+    before = tmp_path / "by-size.json"
+    code, _, err = run(capsys, "verify", "snapshot", "--bootstrap-server", cluster.bootstrap_servers(), "-o",
+                       str(before), "--topic", topic, "--master", MASTER, "--output", "json")
+    assert code == 0, err
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.bytes", "6000", incremental_operation=AlterConfigOpType.SET)])
+    a.incremental_alter_configs([resource])[resource].result(timeout=60)
+    deadline = time.monotonic() + 180
+    while min(log_starts(cluster, topic).values()) == 0:
+        assert time.monotonic() < deadline, "retention.bytes deleted nothing"
+        time.sleep(1)
+    code, report = compare(capsys, before)
+    assert code == 0, [x["problems"] for x in report["partitions"]]
+    assert report["summary"]["expired_records"] > 0 and report["summary"]["differing_records"] == 0
+    for x in report["partitions"]:
+        if x["expired_records"]:
+            assert "expired as configured (retention.bytes 6000: the partition holds" in x["notes"][0], x["notes"]
+        assert x["verified_records"] + x["expired_records"] == 150
