@@ -1,0 +1,182 @@
+"""Kafka reads and writes of ``kmigrate mirror`` (confluent-kafka): one cluster's topics, configs,
+consumer groups and ACLs as :class:`migrate.core.mirror.ClusterReading`, topic creation on the target,
+end offsets, and the records of MirrorMaker's own topics (Connect offsets and status, checkpoints).
+
+Every call has a timeout; an unreachable cluster is a ``BadInput`` naming it.
+"""
+
+from __future__ import annotations
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
+
+from migrate.adapters.kafka import NewTopicSpec, admin_client, create_topics_and_wait
+from migrate.core.clientconfig import ClientSettings
+from migrate.core.mirror import AclReading, ClusterReading, TopicReading
+from migrate.errors import BadInput, StepFailed
+
+
+class MirrorCluster:
+    """One side of a mirror (source or target)."""
+
+    def __init__(self, settings: ClientSettings, role: str, timeout_s: float = 15.0):
+        self.settings = settings
+        self.role = role
+        self.timeout_s = timeout_s
+        try:
+            self.admin: AdminClient = admin_client(settings, timeout_s=timeout_s)
+        except BadInput:
+            raise BadInput(f"cannot reach the {role} cluster at {settings.bootstrap_servers} within {timeout_s:.0f} s: "
+                           f"check --{role}-bootstrap and --{role}-command-config") from None
+
+    def _fail(self, what: str, exc: Exception) -> BadInput:
+        return BadInput(f"cannot read {what} of the {self.role} cluster at {self.settings.bootstrap_servers} ({exc}): "
+                        f"check --{self.role}-bootstrap, --{self.role}-command-config and the client's permissions")
+
+    def read(self, with_groups: bool = True, with_acls: bool = True) -> ClusterReading:
+        try:
+            desc = self.admin.describe_cluster(request_timeout=self.timeout_s).result(timeout=self.timeout_s)
+            md = self.admin.list_topics(timeout=self.timeout_s)
+        except Exception as exc:
+            raise self._fail("the metadata", exc) from None
+        topics: dict[str, TopicReading] = {}
+        names = sorted(n for n, t in md.topics.items() if t.error is None and t.partitions)
+        configs = self.topic_configs(names)
+        for name in names:
+            parts = md.topics[name].partitions
+            rf = max(len(p.replicas) for p in parts.values())
+            values, defaults = configs.get(name, ({}, frozenset()))
+            topics[name] = TopicReading(name, len(parts), rf, values, defaults)
+        return ClusterReading(self.settings.bootstrap_servers, str(desc.cluster_id), len(desc.nodes), topics,
+                              self.groups() if with_groups else (), self.acls() if with_acls else None)
+
+    def topic_configs(self, names: list[str]) -> dict[str, tuple[dict[str, str], frozenset[str]]]:
+        """topic -> (every config with a value, the names whose value is Kafka's built-in default)."""
+        out: dict[str, tuple[dict[str, str], frozenset[str]]] = {}
+        for i in range(0, len(names), 50):
+            resources = [ConfigResource(ConfigResource.Type.TOPIC, n) for n in names[i:i + 50]]
+            try:
+                futures = self.admin.describe_configs(resources, request_timeout=self.timeout_s)
+                got = {r.name: f.result(timeout=self.timeout_s) for r, f in futures.items()}
+            except Exception as exc:
+                raise self._fail("topic configs", exc) from None
+            for name, entries in got.items():
+                values = {k: e.value for k, e in entries.items() if e.value is not None and not e.is_sensitive}
+                defaults = frozenset(k for k, e in entries.items() if e.source == ConfigSource.DEFAULT_CONFIG.value)
+                out[name] = (values, defaults)
+        return out
+
+    def groups(self) -> tuple[str, ...]:
+        try:
+            result = self.admin.list_consumer_groups(request_timeout=self.timeout_s).result(timeout=self.timeout_s)
+        except Exception as exc:
+            raise self._fail("the consumer groups", exc) from None
+        return tuple(sorted(g.group_id for g in result.valid))
+
+    def acls(self) -> tuple[AclReading, ...] | None:
+        """Every ACL binding, or ``None`` when the cluster has no authorizer (a broker's
+        ``authorizer.class.name`` is empty; librdkafka answers such a cluster with no bindings)."""
+        from confluent_kafka.admin import AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+        try:
+            broker = min(self.admin.list_topics(timeout=self.timeout_s).brokers)
+            futures = self.admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(broker))],
+                                                  request_timeout=self.timeout_s)
+            entries = next(iter(futures.values())).result(timeout=self.timeout_s)
+        except Exception as exc:
+            raise self._fail("the broker configs", exc) from None
+        authorizer = entries.get("authorizer.class.name")
+        if authorizer is None or not authorizer.value:
+            return None
+        flt = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                               AclPermissionType.ANY)
+        try:
+            bindings = self.admin.describe_acls(flt, request_timeout=self.timeout_s).result(timeout=self.timeout_s)
+        except Exception as exc:
+            raise self._fail("the ACLs", exc) from None
+        return tuple(sorted((AclReading(b.restype.name, b.name, b.resource_pattern_type.name, b.principal, b.host,
+                                        b.operation.name, b.permission_type.name) for b in bindings),
+                            key=lambda a: (a.resource_type, a.name, a.principal, a.operation)))
+
+    def create_topics(self, specs: list[tuple[str, int, int, dict[str, str]]]) -> dict[str, int]:
+        """Create topics (name, partitions, replication factor, configs), spreading replicas over the
+        live brokers, and wait until each has leaders. One that exists already is left as it is."""
+        brokers = sorted(self.admin.list_topics(timeout=self.timeout_s).brokers)
+        new = []
+        for n, (name, partitions, rf, configs) in enumerate(specs):
+            assignment = [[brokers[(n + p + r) % len(brokers)] for r in range(rf)] for p in range(partitions)]
+            new.append(NewTopicSpec(name, assignment, configs))
+        return create_topics_and_wait(
+            self.admin, new, timeout_s=max(self.timeout_s, 60.0), exist_ok=True,
+            on_create_error=lambda name, exc: StepFailed(f"the target refused to create topic {name}: {exc}"))
+
+    def topic_partitions(self) -> dict[str, int]:
+        """topic -> partition count, every topic."""
+        try:
+            md = self.admin.list_topics(timeout=self.timeout_s)
+        except Exception as exc:
+            raise self._fail("the metadata", exc) from None
+        return {n: len(t.partitions) for n, t in md.topics.items() if t.error is None and t.partitions}
+
+    def end_offsets(self, topics: dict[str, int]) -> dict[tuple[str, int], tuple[int, int]]:
+        """(topic, partition) -> (log start, end) of the committed records (read_committed end offset)."""
+        consumer = self._consumer()
+        out: dict[tuple[str, int], tuple[int, int]] = {}
+        try:
+            for topic, partitions in sorted(topics.items()):
+                for p in range(partitions):
+                    try:
+                        low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout_s)
+                    except Exception as exc:
+                        raise self._fail(f"the end offsets of {topic}[{p}]", exc) from None
+                    out[(topic, p)] = (low, high)
+        finally:
+            consumer.close()
+        return out
+
+    def _consumer(self) -> Consumer:
+        return Consumer(self.settings.confluent(**{
+            "group.id": "kmigrate-mirror-reader", "enable.auto.commit": False, "isolation.level": "read_committed",
+            "enable.partition.eof": True, "auto.offset.reset": "earliest"}))
+
+    def read_topic(self, topic: str) -> list[tuple[bytes | None, bytes | None]]:
+        """Every committed record (key, value) of ``topic`` from its start to its current end, in
+        order per partition; ``[]`` when the topic does not exist."""
+        md = self.admin.list_topics(timeout=self.timeout_s)
+        t = md.topics.get(topic)
+        if t is None or t.error is not None:
+            return []
+        consumer = self._consumer()
+        records: list[tuple[bytes | None, bytes | None]] = []
+        try:
+            for p in sorted(t.partitions):
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout_s)
+                if high <= low:
+                    continue
+                consumer.assign([TopicPartition(topic, p, low)])
+                while True:
+                    msg = consumer.poll(self.timeout_s)
+                    if msg is None:
+                        raise StepFailed(f"reading {topic}[{p}] of the {self.role} cluster stalled before offset {high}")
+                    if msg.error():
+                        if msg.error().code() == -191:  # _PARTITION_EOF
+                            break
+                        raise StepFailed(f"cannot read {topic}[{p}] of the {self.role} cluster: {msg.error()}")
+                    records.append((msg.key(), msg.value()))
+                    if msg.offset() + 1 >= high:
+                        break
+        finally:
+            consumer.close()
+        return records
+
+    def committed_offsets(self, group: str, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> the group's committed offset (partitions without a commit are absent)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, p in tps] or None)
+        try:
+            result = self.admin.list_consumer_group_offsets([request], request_timeout=self.timeout_s)[group].result(
+                timeout=self.timeout_s)
+        except Exception as exc:
+            raise self._fail(f"the offsets of group {group}", exc) from None
+        return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}

@@ -1,0 +1,198 @@
+"""``kmigrate mirror``: read both clusters and plan, create the target's topics, start and stop a
+dedicated MirrorMaker 2, and read its progress.
+
+Killing any of these at any line is safe: the plan only reads; topic creation leaves existing topics
+as they are (a rerun creates what is missing); ``start`` writes the properties, then the process,
+then its pid (a MirrorMaker whose pid file was never written is found by its command line).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from migrate.adapters.mirror import MirrorCluster
+from migrate.adapters.mirrormaker import MirrorMakerProcess, default_state_dir, free_port  # noqa: F401 (default_state_dir: for commands)
+from migrate.core.clientconfig import ClientSettings
+from migrate.core.mirror import (CHECKPOINTS_TOPIC, CONNECT_OFFSETS_TOPIC, CONNECT_STATUS_TOPIC, GroupOffset,
+                                 MirrorPlan, MirrorStatus, compile_filter, is_internal_topic, latest_checkpoints,
+                                 mirrored_positions, mm2_properties, partition_lags, plan_mirror, render_properties,
+                                 same_configuration, task_states)
+from migrate.errors import BadInput, StepFailed
+from migrate.files import client_settings, load_command_config
+
+
+@dataclass(frozen=True)
+class Side:
+    """One cluster as the operator named it: bootstrap and ``--*-command-config`` file."""
+
+    bootstrap: str
+    command_config: str | None = None
+
+    def settings(self) -> ClientSettings:
+        return client_settings(self.bootstrap, self.command_config)
+
+    def java_properties(self) -> dict[str, str]:
+        return load_command_config(self.command_config)
+
+
+@dataclass(frozen=True)
+class Request:
+    source: Side
+    target: Side
+    topics: str | None = None
+    groups: str | None = None
+
+
+def read_plan(req: Request) -> MirrorPlan:
+    """Read both clusters and plan (refusals are :class:`BadInput`; nothing is changed)."""
+    compile_filter(req.topics, "--topics")
+    compile_filter(req.groups, "--groups")
+    src_settings, tgt_settings = req.source.settings(), req.target.settings()
+    source = MirrorCluster(src_settings, "source").read()
+    target = MirrorCluster(tgt_settings, "target").read(with_groups=False, with_acls=False)
+    return plan_mirror(source, target, req.topics, req.groups)
+
+
+@dataclass
+class CreateResult:
+    created: list[str] = field(default_factory=list)
+    would_create: list[str] = field(default_factory=list)
+    existing: list[str] = field(default_factory=list)
+    differences: dict[str, dict[str, tuple[str | None, str | None]]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"created": self.created, "would_create": self.would_create, "existing": self.existing,
+                "config_differences": {t: {k: {"source": s, "target": v} for k, (s, v) in d.items()}
+                                       for t, d in self.differences.items()},
+                "warnings": self.warnings}
+
+
+def create_topics(req: Request, plan: MirrorPlan, dry_run: bool = False) -> CreateResult:
+    """Create the plan's missing topics on the target (same partitions, capped replication factor, the
+    source's effective non-default configs); report config differences of topics that exist."""
+    result = CreateResult(warnings=plan.warnings)
+    for t in plan.topics:
+        if t.to_create:
+            (result.would_create if dry_run else result.created).append(t.name)
+        else:
+            result.existing.append(t.name)
+            if t.config_differences:
+                result.differences[t.name] = t.config_differences
+    if dry_run or not result.created:
+        return result
+    specs = [(t.name, t.source.partitions, t.create_replication_factor, t.create_configs) for t in plan.to_create()]
+    MirrorCluster(req.target.settings(), "target").create_topics(specs)
+    return result
+
+
+@dataclass(frozen=True)
+class StartResult:
+    pid: int
+    already_running: bool
+    properties: Path
+    log: Path
+    topics: CreateResult | None
+
+    def to_dict(self) -> dict:
+        return {"pid": self.pid, "already_running": self.already_running, "properties": str(self.properties),
+                "log": str(self.log), "topics": None if self.topics is None else self.topics.to_dict()}
+
+
+def start(req: Request, state_dir: Path, heap_mb: int = 1024, tasks: int = 2) -> StartResult:
+    """Plan, create the target's topics, write ``mm2.properties`` and start MirrorMaker 2 (once)."""
+    mm = MirrorMakerProcess(state_dir)
+    running = mm.pid()
+    plan = read_plan(req)
+    props = mm2_properties(plan, req.source.java_properties(), req.target.java_properties(),
+                           rest_port=free_port(), tasks=tasks)
+    text = render_properties(props, "Written by kmigrate mirror start: regenerated at every start, do not edit.")
+    if running is not None:
+        old = mm.read_properties() or ""
+        if not same_configuration(old, text):
+            raise BadInput(f"MirrorMaker 2 is already running (pid {running}) from {state_dir} with another "
+                           "configuration: run kmigrate mirror stop first, then start again")
+        return StartResult(running, True, mm.properties_path, mm.log_path, None)
+    topics = create_topics(req, plan)
+    mm.write_properties(text)
+    mm.write_state({"source_bootstrap": req.source.bootstrap, "target_bootstrap": req.target.bootstrap,
+                    "source_command_config": req.source.command_config,
+                    "target_command_config": req.target.command_config,
+                    "topics": {t.name: t.source.partitions for t in plan.topics}, "groups": plan.groups_filter})
+    pid = mm.start(heap_mb)
+    if not mm.alive_after(pid, 5.0):
+        tail = " | ".join(mm.log_tail(3)) or "no output"
+        raise StepFailed(f"MirrorMaker 2 exited at start (see {mm.log_path}): {tail}")
+    return StartResult(pid, False, mm.properties_path, mm.log_path, topics)
+
+
+def stop(state_dir: Path, timeout_s: float = 30.0):
+    """Stop the MirrorMaker of ``state_dir`` (SIGTERM, wait, SIGKILL); a :class:`StopResult`."""
+    return MirrorMakerProcess(state_dir).stop(timeout_s)
+
+
+def resolve_sides(state_dir: Path, source: Side | None, target: Side | None) -> tuple[Side, Side, dict[str, int] | None, str]:
+    """Both sides for ``status``: the flags given, else what ``start`` recorded in ``state_dir``."""
+    state = MirrorMakerProcess(state_dir).read_state() or {}
+    if source is None and state.get("source_bootstrap"):
+        source = Side(state["source_bootstrap"], state.get("source_command_config"))
+    if target is None and state.get("target_bootstrap"):
+        target = Side(state["target_bootstrap"], state.get("target_command_config"))
+    if source is None or target is None:
+        raise BadInput(f"no mirror was started from {state_dir}: give --source-bootstrap and --target-bootstrap "
+                       "(or the --state-dir of kmigrate mirror start)")
+    return source, target, state.get("topics"), state.get("groups") or ".*"
+
+
+def status(state_dir: Path, source: Side | None = None, target: Side | None = None,
+           topics_filter: str | None = None, with_groups: bool = True) -> MirrorStatus:
+    """Per source partition the lag in records (source end vs MirrorMaker's stored position in its
+    Connect offsets topic on the target), the tasks' states, the process; per consumer group its
+    committed offset on the source and the translated ones (checkpoints, and committed on the target)."""
+    topic_re = compile_filter(topics_filter, "--topics")
+    source, target, recorded, groups_filter = resolve_sides(state_dir, source, target)
+    src = MirrorCluster(source.settings(), "source")
+    tgt = MirrorCluster(target.settings(), "target")
+    if recorded is None:
+        recorded = {n: c for n, c in src.topic_partitions().items() if not is_internal_topic(n)}
+    recorded = {n: c for n, c in recorded.items() if topic_re.fullmatch(n)}
+    ends = src.end_offsets(recorded)
+    positions = mirrored_positions(tgt.read_topic(CONNECT_OFFSETS_TOPIC))
+    tasks = task_states(tgt.read_topic(CONNECT_STATUS_TOPIC))
+    mm = MirrorMakerProcess(state_dir)
+    pid = mm.pid()
+    process = {"running": pid is not None, "pid": pid, "state_dir": str(state_dir), "log": str(mm.log_path)}
+    groups = _group_offsets(src, tgt, groups_filter, set(recorded)) if with_groups else ()
+    return MirrorStatus(process, partition_lags(ends, positions), tasks, groups)
+
+
+def _group_offsets(src: MirrorCluster, tgt: MirrorCluster, groups_filter: str, topics: set[str]) -> tuple[GroupOffset, ...]:
+    group_re = compile_filter(groups_filter, "--groups")
+    checkpoints = latest_checkpoints(tgt.read_topic(CHECKPOINTS_TOPIC))
+    out: list[GroupOffset] = []
+    for group in (g for g in src.groups() if group_re.fullmatch(g)):
+        committed = {tp: o for tp, o in src.committed_offsets(group, []).items() if tp[0] in topics}
+        if not committed:
+            continue
+        on_target = tgt.committed_offsets(group, sorted(committed))
+        for (topic, partition), offset in sorted(committed.items()):
+            cp = checkpoints.get((group, topic, partition))
+            out.append(GroupOffset(group, topic, partition, offset, None if cp is None else cp[0],
+                                   None if cp is None else cp[1], on_target.get((topic, partition))))
+    return tuple(out)
+
+
+def wait_caught_up(state_dir: Path, source: Side | None, target: Side | None, topics_filter: str | None,
+                   timeout_s: float, interval_s: float = 2.0, on_status=lambda s: None) -> tuple[bool, MirrorStatus]:
+    """Read :func:`status` every ``interval_s`` until every partition's lag is 0 or ``timeout_s``
+    passes: ``(caught up, the last status)`` (the last one with the consumer groups)."""
+    from migrate.runner.waiting import poll
+
+    def check() -> MirrorStatus | None:
+        current = status(state_dir, source, target, topics_filter, with_groups=False)
+        on_status(current)
+        return current if current.caught_up else None
+
+    done = poll(check, timeout_s=timeout_s, interval_s=interval_s)
+    return done is not None, status(state_dir, source, target, topics_filter)
