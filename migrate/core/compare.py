@@ -298,7 +298,8 @@ def judge_chunks(before: PartitionSnapshot, after: PartitionSnapshot, config: To
             differing += b.records
             lost.append((b.start, s1, missing))
     if lost:
-        why = ("the topic does not delete by retention" if config is None or not config.deletes else
+        why = ("the topic's retention is not known: the later snapshot is format 1" if config is None else
+               "the topic does not delete by retention" if not config.deletes else
                "the topic has no retention: retention.ms and retention.bytes are -1"
                if config.retention_ms < 0 and config.retention_bytes < 0 else
                "not old enough for the topic's retention" if before.chunks is not None else

@@ -242,7 +242,7 @@ def test_records_not_old_enough_below_the_log_start_are_a_difference_naming_the_
 @pytest.mark.parametrize("config, why", [
     (TopicConfig("compact", 1, -1), "the topic does not delete by retention"),
     (TopicConfig("delete", -1, -1), "the topic has no retention"),
-    (None, "the topic does not delete by retention"),
+    (None, "the topic's retention is not known"),
 ])
 def test_no_retention_that_explains_it_is_a_difference(config, why):
     r = same(chunked(), chunked(read_from=20), config=config).partitions[0]
