@@ -51,7 +51,7 @@ SCHEMA = "kmigrate.bookkeeping/1"
 KINDS = ("plan", "topic-moved", "submitted", "throttle-broker", "throttle-topic", "throttle-cleared", "cancelled",
          "run", "cancel-requested")
 
-RUN_HEARTBEAT_S = 5.0
+RUN_HEARTBEAT_S = 10.0
 """How often a running ``partitions`` writes its ``run`` record (state ``alive``)."""
 
 RUN_STALE_S = 60.0

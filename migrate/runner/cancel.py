@@ -121,7 +121,8 @@ def cancel_partitions(client: ClientSettings, bookkeeping_topic: str, emit: Emit
 def _cancel_until_quiet(admin: ReassignmentAdmin, book: BookkeepingTopic, plan_id: str, emit: Emit, timeout_s: float,
                         include, exclude, clock) -> tuple[list[Key], dict[Key, str]]:
     """Cancel kmigrate's moves again and again until none is in flight and no ``partitions`` run
-    is alive (it may submit once more before it sees the cancel record), or ``timeout_s``."""
+    is alive (it may submit once more before it sees the cancel record), or ``timeout_s``.
+    Returns the moves cancelled and the others in flight, with why they were left alone."""
     cancelled: list[Key] = []
     why: dict[Key, str] = {}
     deadline = clock.now() + timeout_s
@@ -129,11 +130,13 @@ def _cancel_until_quiet(admin: ReassignmentAdmin, book: BookkeepingTopic, plan_i
         flights = admin.list_reassignments()  # before the ledger (see the module docstring)
         ledger = book.read()
         ours, why = _sort_flights(ledger, flights, include, exclude)
-        runs = ledger.live_runs(now_s(), socket.gethostname(), pid_alive)
+        # a cancel of some topics only does not wait for the run: it stops submitting, and ends
+        # once its other moves are over
+        runs = ledger.live_runs(now_s(), socket.gethostname(), pid_alive) if include is None and exclude is None else []
         if ours:
             left = _cancel_ours(admin, book, ledger, ours, plan_id, emit, max(1.0, deadline - clock.now()))
             cancelled += [k for k in ours if k not in cancelled]
-            if left:
+            if left or clock.now() >= deadline:
                 return cancelled, why
         elif not runs or clock.now() >= deadline:
             if runs:

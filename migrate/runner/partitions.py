@@ -57,7 +57,7 @@ from typing import Any, Iterable, Mapping
 from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.kafka import ReassignmentAdmin, transient_error
 from migrate.core.clientconfig import ClientSettings
-from migrate.core.ledger import RUN_HEARTBEAT_S, Ledger, Record, make_record
+from migrate.core.ledger import RUN_HEARTBEAT_S, RUN_STALE_S, Ledger, Record, make_record
 from migrate.core.mapping import select_topics
 from migrate.core.model import Broker, Partition, Topic
 from migrate.core.moves import (
@@ -354,8 +354,9 @@ class PartitionMover:
             r = live[-1]
             raise BadInput(
                 f"another kmigrate partitions run is moving this cluster (host {r.get('host')}, pid {r.get('pid')}, "
-                f"started {r.get('started')}): let it finish, or stop it with {self.rq.command} --cancel "
-                "(or SIGINT/SIGTERM it, then run again with --resume)")
+                f"started {r.get('started')}, last heard {r.get('time')}): let it finish, or stop it with "
+                f"{self.rq.command} --cancel (or SIGINT/SIGTERM it, then run again with --resume); a run killed on "
+                f"another machine counts as gone {RUN_STALE_S:.0f} s after its last heartbeat")
 
     def _plan_topics(self, topics: list[Topic], flights: Mapping[tuple[str, int], InFlight]) -> list[str]:
         """Plan the moves of ``topics`` (partitions in flight planned from where they came from)."""

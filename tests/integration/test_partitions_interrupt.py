@@ -186,9 +186,16 @@ def test_a_signal_keeps_the_throttles_of_moves_in_flight_and_resume_finishes(clu
     assert checked >= 1
     # the moves ended; their throttles are still recorded: --resume finishes and removes them
     assert throttles_left(cluster)
+    # (text output: one line per kind of throttle event; --verbose adds one per config)
+    verbose = ("--verbose",) if signum == signal.SIGTERM else ()
     r = kmigrate("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--mapping", MAPPING,
-                 "--topics", f"{prefix}-.*", "--throttle", "1MB/s", "--resume", "-O", "json")
+                 "--topics", f"{prefix}-.*", "--throttle", "1MB/s", "--resume", *verbose)
     assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len([ln for ln in lines if "throttle config(s) adopted" in ln]) == 1, r.stdout
+    assert len([ln for ln in lines if "throttle config(s) removed" in ln]) == 1, r.stdout
+    per_config = [ln for ln in lines if "kept for this run" in ln]
+    assert (len(per_config) >= 2) if verbose else (per_config == []), r.stdout
     _assert_all_moved(cluster, names)
 
 

@@ -1,0 +1,96 @@
+"""``kmigrate partitions`` text output (commands/partitions.py): one line per kind of event, the
+details with ``--verbose``; the command line given back for ``--resume`` / ``--cancel``."""
+
+from migrate.commands.common import console
+from migrate.commands.partitions import TextRenderer, rerun_command
+from migrate.runner import events as ev
+from migrate.runner.throttles import ThrottleTally
+
+
+def _adopted_and_cleared(render) -> None:
+    tally = ThrottleTally(render)
+    for t in ("a", "b", "c"):
+        for cfg in ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas"):
+            tally(ev.ThrottleAdopted(scope="topic", topic=t, config=cfg, entries=2))
+    tally(ev.ThrottleAdopted(scope="broker", broker=4, config="leader.replication.throttled.rate"))
+    tally(ev.ThrottleCleared(scope="broker", broker=5, config="leader.replication.throttled.rate", action="removed"))
+    tally(ev.ThrottleCleared(scope="topic", topic="d", config="leader.replication.throttled.replicas",
+                             action="absent", entries=0))
+    tally.close()
+
+
+def _text(verbose: bool) -> list[str]:
+    render = TextRenderer(verbose)
+    with console.capture() as cap:
+        _adopted_and_cleared(render)
+        render.close()
+    return [ln for ln in cap.get().splitlines() if ln.strip()]
+
+
+def test_throttles_adopted_and_removed_are_one_line_each():
+    lines = _text(verbose=False)
+    assert lines == [
+        "7 throttle config(s) adopted (set by an earlier run, kept for this one): 3 topic(s), 12 replica entries; "
+        "the rates of broker(s) 4",
+        "1 throttle config(s) removed: the rates of broker(s) 5",
+    ]
+
+
+def test_verbose_adds_a_line_per_config():
+    lines = _text(verbose=True)
+    assert len([ln for ln in lines if "set by an earlier run: kept for this run" in ln]) == 7
+    assert "throttle leader.replication.throttled.rate of broker 5: removed" in lines
+    assert lines[-2].startswith("7 throttle config(s) adopted") and lines[-1].startswith("1 throttle config(s) removed")
+
+
+def test_json_keeps_every_event():
+    seen: list[dict] = []
+    _adopted_and_cleared(lambda e: seen.append(e.as_dict()))
+    kinds = [e["event"] for e in seen]
+    assert kinds.count("throttle-adopted") == 7 and kinds.count("throttle-cleared") == 2
+    assert kinds[-2:] == ["throttles-adopted", "throttles-removed"]
+    assert seen[-2]["topics"] == ["a", "b", "c"] and seen[-2]["brokers"] == [4]
+
+
+def test_the_command_to_give_again_drops_the_mode_flags_and_quotes():
+    assert rerun_command(["partitions", "--playbook", "my migration.yaml", "--resume", "-O", "json"]) == (
+        "kmigrate partitions --playbook 'my migration.yaml' -O json")
+    assert rerun_command(["partitions", "--mapping", "1:4", "--dry-run", "--verbose"]) == (
+        "kmigrate partitions --mapping 1:4")
+
+
+def test_a_signal_is_said_once_by_the_exit_message():
+    render = TextRenderer()
+    aborted = dict(in_flight=2, throttle_problems=[], message="2 of kmigrate's reassignment(s) still moving")
+    with console.capture() as cap:
+        render(ev.Aborted(error="SIGINT", **aborted))
+        render(ev.Aborted(error="the controller refused", **aborted))
+    assert cap.get().splitlines() == ["stopped early: 2 of kmigrate's reassignment(s) still moving"]
+
+
+def test_status_text_says_which_throttles_the_moves_in_flight_need_and_who_runs(monkeypatch):
+    import migrate.runner.status as status_runner
+    from migrate.commands.common import OutputFormat
+    from migrate.commands.partitions import status
+
+    st = {
+        "state": "in progress", "bookkeeping_topic": "__kmigrate_migration", "bookkeeping_exists": True,
+        "plan_id": "48f84bddacfd5eae", "migration_plan_ids": ["48f84bddacfd5eae", "mapping-1.4"], "mapping": {"1": 4},
+        "plans": [], "topics_total": 6, "topics_recorded": 4, "topics_remaining": ["a", "b"],
+        "partitions_on_old_brokers": 2, "topics_on_old_brokers": ["a", "b"], "reassignments_in_flight": 2,
+        "reassignments_kmigrate": ["a-0", "b-0"], "leaders_not_preferred": 0,
+        "throttles": [{"scope": "broker", "broker": 4, "config": "c", "value": "1", "kmigrate": True, "needed": True},
+                      {"scope": "topic", "topic": "a", "config": "c", "entries": 1, "kmigrate": True, "needed": True},
+                      {"scope": "topic", "topic": "z", "config": "c", "entries": 1, "kmigrate": False, "needed": False}],
+        "foreign_plans": {}, "duplicates": [], "warnings": [],
+        "runs": {"alive": [{"run_id": "r", "host": "ops1", "pid": 42, "started": "2026-01-01T00:00:00+00:00",
+                            "state": "alive", "time": "t"}], "latest": None, "latest_cancel": None},
+    }
+    monkeypatch.setattr(status_runner, "migration_status", lambda *a, **k: st)
+    with console.capture() as cap:
+        status(bootstrap_server="b:9092", command_config=None, playbook=None, plan=None, mapping=None,
+               bookkeeping_topic=None, output=OutputFormat.text)
+    text = " ".join(cap.get().split())  # the table wraps at the console's width
+    assert "3 (2 set by kmigrate, 2 needed by its moves in flight: kept until they end)" in text
+    assert "kmigrate partitions on ops1, pid 42" in text and "--cancel stops it" in text
+    assert "plans 48f84bddacfd5eae, mapping-1.4 (same broker mapping)" in text
