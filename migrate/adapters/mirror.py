@@ -118,21 +118,28 @@ class MirrorCluster:
             raise self._fail("the metadata", exc) from None
         return {n: len(t.partitions) for n, t in md.topics.items() if t.error is None and t.partitions}
 
+    def _list_offsets(self, tps: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+        """(topic, partition) -> (log start, end of the committed records), in two requests."""
+        from confluent_kafka import IsolationLevel
+        from confluent_kafka.admin import OffsetSpec
+
+        if not tps:
+            return {}
+        out: dict[tuple[str, int], list[int]] = {tp: [0, 0] for tp in tps}
+        for i, spec in enumerate((OffsetSpec.earliest(), OffsetSpec.latest())):
+            try:
+                futures = self.admin.list_offsets({TopicPartition(t, p): spec for t, p in tps},
+                                                  isolation_level=IsolationLevel.READ_COMMITTED,
+                                                  request_timeout=self.timeout_s)
+                for tp, fut in futures.items():
+                    out[(tp.topic, tp.partition)][i] = fut.result(timeout=self.timeout_s).offset
+            except Exception as exc:
+                raise self._fail("the offsets of " + ", ".join(sorted({t for t, _ in tps})), exc) from None
+        return {tp: (lo, hi) for tp, (lo, hi) in out.items()}
+
     def end_offsets(self, topics: dict[str, int]) -> dict[tuple[str, int], tuple[int, int]]:
         """(topic, partition) -> (log start, end) of the committed records (read_committed end offset)."""
-        consumer = self._consumer()
-        out: dict[tuple[str, int], tuple[int, int]] = {}
-        try:
-            for topic, partitions in sorted(topics.items()):
-                for p in range(partitions):
-                    try:
-                        low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout_s)
-                    except Exception as exc:
-                        raise self._fail(f"the end offsets of {topic}[{p}]", exc) from None
-                    out[(topic, p)] = (low, high)
-        finally:
-            consumer.close()
-        return out
+        return self._list_offsets([(t, p) for t, n in sorted(topics.items()) for p in range(n)])
 
     def _consumer(self) -> Consumer:
         return Consumer(self.settings.confluent(**{
@@ -142,29 +149,37 @@ class MirrorCluster:
     def read_topic(self, topic: str) -> list[tuple[bytes | None, bytes | None]]:
         """Every committed record (key, value) of ``topic`` from its start to its current end, in
         order per partition; ``[]`` when the topic does not exist."""
-        md = self.admin.list_topics(timeout=self.timeout_s)
-        t = md.topics.get(topic)
-        if t is None or t.error is not None:
+        import time
+
+        from confluent_kafka import KafkaError
+
+        partitions = self.topic_partitions().get(topic)
+        if not partitions:
+            return []
+        bounds = self._list_offsets([(topic, p) for p in range(partitions)])
+        todo = {p: hi for (_, p), (lo, hi) in bounds.items() if hi > lo}
+        if not todo:
             return []
         consumer = self._consumer()
         records: list[tuple[bytes | None, bytes | None]] = []
+        deadline = time.monotonic() + 4 * self.timeout_s
         try:
-            for p in sorted(t.partitions):
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout_s)
-                if high <= low:
-                    continue
-                consumer.assign([TopicPartition(topic, p, low)])
-                while True:
-                    msg = consumer.poll(self.timeout_s)
-                    if msg is None:
-                        raise StepFailed(f"reading {topic}[{p}] of the {self.role} cluster stalled before offset {high}")
-                    if msg.error():
-                        if msg.error().code() == -191:  # _PARTITION_EOF
-                            break
-                        raise StepFailed(f"cannot read {topic}[{p}] of the {self.role} cluster: {msg.error()}")
-                    records.append((msg.key(), msg.value()))
-                    if msg.offset() + 1 >= high:
-                        break
+            consumer.assign([TopicPartition(topic, p, bounds[(topic, p)][0]) for p in todo])
+            while todo:
+                if time.monotonic() > deadline:
+                    raise StepFailed(f"reading {topic} of the {self.role} cluster stalled: partitions {sorted(todo)} "
+                                     "not read to their end")
+                for msg in consumer.consume(1000, timeout=1.0):
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            todo.pop(msg.partition(), None)
+                            continue
+                        raise StepFailed(f"cannot read {topic} of the {self.role} cluster: {err}")
+                    if msg.partition() in todo:
+                        records.append((msg.key(), msg.value()))
+                        if msg.offset() + 1 >= todo[msg.partition()]:
+                            todo.pop(msg.partition())
         finally:
             consumer.close()
         return records
