@@ -150,15 +150,23 @@ def _digest_plain(spark, kafka_options: dict[str, str], ranges: list[ReadRange],
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    grid = _table(spark, [(r.topic, r.partition, r.chunk_base, r.chunk_size) for r in ranges],
-                  T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
-                                T.StructField("cbase", T.LongType()), T.StructField("csize", T.LongType())]))
-    df = _read(spark, kafka_options, ranges, isolation_level, end_attr="read_to").join(grid, ["topic", "partition"])
+    df = _read(spark, kafka_options, ranges, isolation_level, end_attr="read_to")
+    grids = {(r.chunk_base, r.chunk_size) for r in ranges}
+    if len(grids) == 1:  # a fresh snapshot, or one against a format 2 snapshot: the chunk from the offset alone
+        base, size = grids.pop()
+        chunk = F.floor((F.col("offset") - F.lit(base)) / F.lit(size))
+    elif all(r.chunk_base <= r.read_from and r.read_to <= r.chunk_base + r.chunk_size for r in ranges):
+        chunk = F.lit(0)  # against a format 1 snapshot: each range is one piece
+    else:  # grids of several sizes: each partition's from a small broadcast table
+        table = _table(spark, [(r.topic, r.partition, r.chunk_base, r.chunk_size) for r in ranges],
+                       T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+                                     T.StructField("cbase", T.LongType()), T.StructField("csize", T.LongType())]))
+        df = df.join(table, ["topic", "partition"])
+        chunk = F.floor((F.col("offset") - F.col("cbase")) / F.col("csize"))
     df = _record_hashes(df, include_offsets)
     edges = [] if include_offsets else [F.min_by("h1", "offset").alias("first_h1"),
                                         F.max_by("h1", "offset").alias("last_h1")]
-    agg = df.groupBy("topic", "partition", F.floor((F.col("offset") - F.col("cbase")) / F.col("csize")).alias("chunk")
-                     ).agg(
+    agg = df.groupBy("topic", "partition", chunk.alias("chunk")).agg(
         F.count(F.lit(1)).alias("records"),
         *_sum_pieces(F.col("h1"), "hash1"),
         *_sum_pieces(F.col("h2"), "hash2"),

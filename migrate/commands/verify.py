@@ -11,6 +11,10 @@ Two clusters (a mirror-based migration)::
     kmigrate verify --source-bootstrap A --target-bootstrap B
 
 Exit 0 when every partition matches, 1 when a difference is found, 2 for bad input.
+
+Records removed by the topics' retention since the snapshot (or, across clusters, on one side only)
+are reported as expired as configured, with their count, not as a difference; the report gives per
+topic the records verified, expired, not verifiable and differing.
 """
 
 from __future__ import annotations
@@ -192,7 +196,9 @@ def compare(
     fail_on_tail: bool = FAIL_ON_TAIL_OPTION,
     engine: Engine = None,
 ) -> None:
-    """Compare the cluster now (or a later snapshot) with a snapshot, partition by partition."""
+    """Compare the cluster now (or a later snapshot) with a snapshot, partition by partition.
+
+    Records that the topic's retention removed since the snapshot (cleanup.policy delete, older than retention.ms, or a partition at its retention.bytes) are reported as expired, not as a difference."""
     earlier = read_snapshot(before)
     if against is not None:
         if bootstrap_server or save:

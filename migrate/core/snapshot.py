@@ -16,7 +16,8 @@ tombstones left out. Compaction never changes that, so a cleaner run between two
 difference; ``Digest.records`` then counts live keys and ``raw_records`` the records read.
 
 Format 2 adds, per plain (not compacted) partition, digests of consecutive offset ranges (*chunks*):
-a grid of ``chunk_size`` offsets from ``chunk_base`` (at most :data:`MAX_CHUNKS` per partition), each
+a grid of ``chunk_size`` offsets from ``chunk_base`` (a fresh snapshot: from offset 0, one size for all
+its partitions, that of the longest, so at most :data:`MAX_CHUNKS` + 1 per partition), each
 chunk with its record count, hash sums and its records' newest timestamp, so that a compare after
 retention removed the oldest records can check every chunk still present exactly and judge the
 missing ones against the topic's retention (``migrate.core.compare``). A snapshot taken against an
@@ -281,13 +282,15 @@ def plan_ranges(partitions: list[tuple[str, int]], offsets: dict[tuple[str, int]
     both digest alike (a format 1 snapshot's partition is one chunk).
     """
     ref = like.partition_map() if like else {}
+    # one grid for every fresh partition (offsets 0, size, 2 x size, ...): the job then finds a record's
+    # chunk from its offset alone, with no per-partition table to join
+    size = max([chunk_size(*offsets[tp]) for tp in partitions if tp not in ref] + [1])
     out = []
     for tp in partitions:
         log_start, end = offsets[tp]
         r = ref.get(tp)
         if r is None:
-            out.append(ReadRange(tp[0], tp[1], log_start, end, end, tp[0] in compacted, log_start,
-                                 chunk_size(log_start, end)))
+            out.append(ReadRange(tp[0], tp[1], log_start, end, end, tp[0] in compacted, 0, size))
             continue
         read_from = max(r.read_from, log_start)
         read_to = max(read_from, min(r.read_to, end))

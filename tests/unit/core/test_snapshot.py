@@ -53,7 +53,7 @@ def test_round_trip(parts, include_offsets, topic_configs):
 
 def test_plan_ranges_keeps_the_earlier_snapshots_grid():
     fresh = plan_ranges([("t", 0), ("t", 1)], {("t", 0): (10, 10 + 1000), ("t", 1): (0, 0)}, set())
-    assert [(r.chunk_base, r.chunk_size) for r in fresh] == [(10, 4), (0, 1)]
+    assert [(r.chunk_base, r.chunk_size) for r in fresh] == [(0, 4), (0, 4)]  # one grid, the longest's
     earlier = Snapshot("c", "h:1", "now", True, "read_committed", (
         PartitionSnapshot("t", 0, False, 10, 1010, 10, 1010, Digest(1000), Tail(), 10, 4, tuple(
             Chunk(a, b, b - a) for a, b in chunk_grid(10, 4, 10, 1010))),
