@@ -103,8 +103,7 @@ def _json_line(event: ev.Event) -> None:
 
 
 _SAID_IN_YELLOW = (ev.Stall, ev.IsrShort, ev.Held, ev.LeadersNotPreferred, ev.PartitionCancelled, ev.TopicGone,
-                   ev.StallCancelled, ev.WaitingForeign, ev.ForeignPlan, ev.Discovered, ev.LeftAlone, ev.Aborted,
-                   ev.Stopped)
+                   ev.StallCancelled, ev.WaitingForeign, ev.ForeignPlan, ev.Discovered, ev.LeftAlone, ev.Aborted)
 """Events whose message is the line (``kind: message``), in yellow."""
 
 
@@ -180,7 +179,7 @@ class TextRenderer:
         elif isinstance(e, _SAID_IN_YELLOW):
             self._print(f"{e.kind}: {e.message}", style="yellow")
         elif isinstance(e, ev.Cancelled):
-            self._print(f"{e.kind}: {e.message}")
+            self._print(e.message)
         elif isinstance(e, ev.WarningEvent):
             self._print(f"warning: {e.message}", style="yellow")
         elif isinstance(e, ev.BookkeepingCreated):
@@ -206,7 +205,8 @@ class TextRenderer:
             self.close()
             self._print(_done_line(e))
 
-    # events not shown as text: partition-done, foreign-finished, stall-over, submitted, topic-cancelled
+    # events not shown as text: partition-done, foreign-finished, stall-over, submitted, topic-cancelled,
+    # stopped (the exit message says it)
 
 
 def _where(e: ev.ThrottleAdopted | ev.ThrottleCleared) -> str:

@@ -580,9 +580,10 @@ class PartitionMover:
                 self.flights.cancelled.append(key)
                 changed.add(t)
                 self.halted = self.halted or "reassignments were cancelled outside this run (kmigrate partitions --cancel?)"
+                why = ("reverted by kmigrate partitions --cancel" if self.cancel_seen is not None
+                       else f"is no longer moving and is not on its target {list(m.target)}: cancelled outside this run")
                 self.emit(PartitionCancelled(topic=t, partition=p, replicas=list(tp.replicas),
-                                             message=f"{t}-{p} is no longer moving and is not on its target {list(m.target)}: "
-                                                     "cancelled outside this run; it is left where it is"))
+                                             message=f"{t}-{p} {why}; it is left where it is, on {list(tp.replicas)}"))
         self.dirty |= changed
 
     def _check_foreign(self, flights, described) -> None:
