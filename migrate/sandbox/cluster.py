@@ -104,11 +104,15 @@ def _zookeeper_role(mode: str, server_id: int, joiner: bool, members: dict[int, 
     more. A joiner (a spare server, started with the committed config plus itself as an observer) follows
     without a vote until a reconfig makes it a participant; srvr calls it a follower. A server the
     committed config no longer lists, and that was no joiner, was removed by a reconfig."""
-    if mode in ("stopped", "not serving") or members is None:
+    if mode == "stopped" or members is None:
         return mode
     role = members.get(server_id)
+    if role is None and not joiner:
+        return "removed"  # running, often no longer serving: out of the ensemble either way
+    if mode == "not serving":
+        return mode
     if role is None:
-        return "non-voting follower (joiner)" if joiner else "removed"
+        return "non-voting follower (joiner)"
     if role == "observer":
         return "non-voting follower (joiner)" if joiner else "non-voting follower (observer)"
     return mode

@@ -93,6 +93,9 @@ class Walk:
             return
         if text.startswith("decommission"):
             self.end_state = end_state(self.cluster)
+            self.sandbox("status", "-O", "json")
+            rows = json.loads(self.outputs[next(reversed(self.outputs))])["nodes"]
+            self.end_state["zookeeper_roles"] = {r["id"]: r["role"] for r in rows if r["kind"] == "zookeeper"}
             for name in [f"kafka-{b}" for b in OLD] + [f"zookeeper-{z}" for z in SANDBOX["zookeeper_ids"]]:
                 self.sandbox("stop", name)
             return
@@ -148,10 +151,14 @@ def test_every_readme_command_exits_0(walked):
     walk, _ = walked
     failed = [(cmd, rc, last) for cmd, rc, last in walk.ran if rc != 0]
     assert not failed, failed
-    kinds = [cmd.split()[1] for cmd in walk.ran if cmd.startswith("kmigrate ")]
+    for cmd, rc, _ in walk.ran:
+        print(f"exit {rc}: {cmd}")
+    print("status says:", next(out for cmd, out in walk.outputs.items() if cmd.startswith("kmigrate status")))
+    kinds = [cmd.split()[1] for cmd, _, _ in walk.ran if cmd.startswith("kmigrate ")]
     for kind in ("plan", "zookeeper", "health", "verify", "partitions", "status", "canary", "sandbox"):
         assert kind in kinds, f"no kmigrate {kind} ran: {kinds}"
-    assert sum(cmd.startswith("kmigrate health") for cmd, _, _ in walk.ran) == 2 * len(OLD) + 1
+    assert kinds.count("health") == 2 * len(OLD) + 1 and kinds.count("plan") == 2
+    assert kinds.count("sandbox") == 2 * len(OLD) + len(NEW) + 1 + len(OLD) + len(SANDBOX["zookeeper_ids"])
 
 
 def test_the_old_brokers_are_empty_and_the_new_servers_vote(walked):
@@ -160,6 +167,9 @@ def test_the_old_brokers_are_empty_and_the_new_servers_vote(walked):
     assert state["on_old"] == [], state
     assert state["voters"] == state["servers"] == list(SANDBOX["spare_zookeeper_ids"]), state
     assert {name for name, *_ in TOPICS} <= set(state["topics"])
+    roles = state["zookeeper_roles"]  # kmigrate sandbox status, before the old servers stop
+    assert [roles[z] for z in SANDBOX["zookeeper_ids"]] == ["removed"] * 3, roles
+    assert sorted(roles[z] for z in SANDBOX["spare_zookeeper_ids"]) == ["follower", "leader"], roles
 
 
 def test_joiner_config_prints_the_config_the_joiner_runs_with(walked):

@@ -14,6 +14,8 @@ def test_a_joiner_is_a_non_voting_follower_until_the_reconfig_makes_it_a_voter()
 
 def test_a_server_the_reconfig_removed_is_removed_whatever_it_answers():
     assert _zookeeper_role("follower", 1, False, AFTER) == "removed"
+    assert _zookeeper_role("not serving", 1, False, AFTER) == "removed"
+    assert _zookeeper_role("not serving", 4, True, BEFORE) == "not serving"
     assert _zookeeper_role("follower", 1, False, BEFORE) == "follower"
 
 
