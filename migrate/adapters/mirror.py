@@ -184,6 +184,37 @@ class MirrorCluster:
             consumer.close()
         return records
 
+    def without_records(self, starts: dict[tuple[str, int], int], ends: dict[tuple[str, int], int]) -> set[tuple[str, int]]:
+        """The partitions with no committed record between ``starts`` and ``ends`` (only transaction
+        markers or aborted records there: a read_committed consumer reaches the end with nothing)."""
+        import time
+
+        from confluent_kafka import KafkaError
+
+        if not starts:
+            return set()
+        consumer = self._consumer()
+        todo = set(starts)
+        empty: set[tuple[str, int]] = set()
+        deadline = time.monotonic() + 2 * self.timeout_s
+        try:
+            consumer.assign([TopicPartition(t, p, o) for (t, p), o in starts.items()])
+            while todo and time.monotonic() < deadline:
+                for msg in consumer.consume(500, timeout=1.0):
+                    tp = (msg.topic(), msg.partition())
+                    if tp not in todo:
+                        continue
+                    err = msg.error()
+                    if err is None:
+                        todo.discard(tp)  # a record to copy: real lag
+                    elif err.code() == KafkaError._PARTITION_EOF:
+                        todo.discard(tp)
+                        if msg.offset() >= ends[tp]:
+                            empty.add(tp)
+        finally:
+            consumer.close()
+        return empty
+
     def committed_offsets(self, group: str, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """(topic, partition) -> the group's committed offset (partitions without a commit are absent)."""
         from confluent_kafka import ConsumerGroupTopicPartitions

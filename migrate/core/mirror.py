@@ -438,6 +438,13 @@ class PartitionLag:
     source_start: int
     source_end: int
     mirrored: int | None  # last source offset MirrorMaker copied (None: nothing yet)
+    # Nothing but transaction markers and aborted records between the next offset and the end (a
+    # read_committed consumer found no record there): MirrorMaker has nothing left to copy.
+    only_control_left: bool = False
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.topic, self.partition
 
     @property
     def next_offset(self) -> int:
@@ -446,11 +453,12 @@ class PartitionLag:
 
     @property
     def lag(self) -> int:
-        return max(0, self.source_end - self.next_offset)
+        return 0 if self.only_control_left else max(0, self.source_end - self.next_offset)
 
     def to_dict(self) -> dict:
         return {"topic": self.topic, "partition": self.partition, "source_start": self.source_start,
-                "source_end": self.source_end, "mirrored_offset": self.mirrored, "lag": self.lag}
+                "source_end": self.source_end, "mirrored_offset": self.mirrored, "lag": self.lag,
+                "only_control_records_left": self.only_control_left}
 
 
 @dataclass(frozen=True)
@@ -489,6 +497,9 @@ class MirrorStatus:
                 "groups": [g.to_dict() for g in self.groups]}
 
 
-def partition_lags(ends: dict[tuple[str, int], tuple[int, int]], mirrored: dict[tuple[str, int], int]) -> tuple[PartitionLag, ...]:
-    """Per source partition (``ends``: (topic, partition) -> (log start, end)) its lag against MirrorMaker's position."""
-    return tuple(PartitionLag(t, p, start, end, mirrored.get((t, p))) for (t, p), (start, end) in sorted(ends.items()))
+def partition_lags(ends: dict[tuple[str, int], tuple[int, int]], mirrored: dict[tuple[str, int], int],
+                   only_control: frozenset[tuple[str, int]] | set[tuple[str, int]] = frozenset()) -> tuple[PartitionLag, ...]:
+    """Per source partition (``ends``: (topic, partition) -> (log start, end)) its lag against MirrorMaker's
+    position; ``only_control``: partitions with nothing but transaction markers or aborted records left."""
+    return tuple(PartitionLag(t, p, start, end, mirrored.get((t, p)), (t, p) in only_control)
+                 for (t, p), (start, end) in sorted(ends.items()))

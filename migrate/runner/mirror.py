@@ -159,12 +159,14 @@ def status(state_dir: Path, source: Side | None = None, target: Side | None = No
     recorded = {n: c for n, c in recorded.items() if topic_re.fullmatch(n)}
     ends = src.end_offsets(recorded)
     positions = mirrored_positions(tgt.read_topic(CONNECT_OFFSETS_TOPIC))
+    lagging = {lag.key: lag.next_offset for lag in partition_lags(ends, positions) if lag.lag > 0}
+    only_control = src.without_records(lagging, {tp: ends[tp][1] for tp in lagging})
     tasks = task_states(tgt.read_topic(CONNECT_STATUS_TOPIC))
     mm = MirrorMakerProcess(state_dir)
     pid = mm.pid()
     process = {"running": pid is not None, "pid": pid, "state_dir": str(state_dir), "log": str(mm.log_path)}
     groups = _group_offsets(src, tgt, groups_filter, set(recorded)) if with_groups else ()
-    return MirrorStatus(process, partition_lags(ends, positions), tasks, groups)
+    return MirrorStatus(process, partition_lags(ends, positions, only_control), tasks, groups)
 
 
 def _group_offsets(src: MirrorCluster, tgt: MirrorCluster, groups_filter: str, topics: set[str]) -> tuple[GroupOffset, ...]:

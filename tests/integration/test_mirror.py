@@ -30,7 +30,7 @@ pytestmark = pytest.mark.integration
 SMALL = dict(zookeeper_ids=(1,), broker_ids=(1,), zookeeper_heap_mb=64, kafka_heap_mb=256)
 SOURCE_SPEC = dict(SMALL, kafka_settings={"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
                                           "super.users": "User:ANONYMOUS"})
-ORDERS, TABLE, LOGS = "m-orders", "m-table", "m-logs"
+ORDERS, TABLE, LOGS, TX = "m-orders", "m-table", "m-logs", "m-tx"
 MIRRORED = "m-.*"
 HEAP = "256"
 
@@ -99,6 +99,17 @@ def produce(bs: str, topic: str, partitions: int, count: int, start: int = 0, ke
     assert p.flush(120) == 0
 
 
+def produce_transactions(bs: str, topic: str, partitions: int) -> None:
+    """A committed transaction, then an aborted one: the log ends with aborted records and a marker."""
+    p = Producer({"bootstrap.servers": bs, "transactional.id": f"{topic}-writer"})
+    p.init_transactions(60)
+    for commit in (True, False):
+        p.begin_transaction()
+        for i in range(100):
+            p.produce(topic, key=str(i).encode(), value=f"{topic}-{commit}-{i}".encode(), partition=i % partitions)
+        (p.commit_transaction if commit else p.abort_transaction)(60)
+
+
 def records(bs: str, topic: str, partitions: int) -> dict[int, list[tuple[bytes, bytes]]]:
     """Every committed record per partition, in order (read_committed: MirrorMaker writes in transactions)."""
     c = Consumer({"bootstrap.servers": bs, "group.id": "test-reader", "enable.auto.commit": False,
@@ -159,6 +170,8 @@ def source_data(clusters):
     produce(src, ORDERS, 3, 3000)
     produce(src, TABLE, 2, 600, key_mod=50)
     produce(src, LOGS, 1, 200)
+    create(src, TX, 2)
+    produce_transactions(src, TX, 2)
     c = Consumer({"bootstrap.servers": src, "group.id": "billing", "enable.auto.commit": False,
                   "auto.offset.reset": "earliest"})
     c.assign([TopicPartition(ORDERS, 0, 0)])
@@ -181,7 +194,7 @@ def test_plan_lists_topics_configs_groups_and_the_acls_mirrormaker_will_not_copy
     code, doc, err = run_json(capsys, "mirror", "plan", *sides(clusters), "--topics", MIRRORED)
     assert code == 0, err
     by_name = {t["topic"]: t for t in doc["topics"]}
-    assert sorted(by_name) == [LOGS, ORDERS, TABLE]
+    assert sorted(by_name) == [LOGS, ORDERS, TABLE, TX]
     assert by_name[ORDERS]["source"]["partitions"] == 3 and by_name[ORDERS]["action"] == "create"
     table = by_name[TABLE]["create"]
     assert table["partitions"] == 2 and table["replication_factor"] == 1
@@ -234,11 +247,11 @@ def test_create_topics_dry_run_then_creates_then_is_idempotent_and_reports_diffe
     src, tgt = clusters
     code, doc, err = run_json(capsys, "mirror", "create-topics", *sides(clusters), "--topics", MIRRORED, "--dry-run")
     assert code == 0, err
-    assert sorted(doc["would_create"]) == [LOGS, ORDERS, TABLE] and doc["created"] == []
-    assert not {LOGS, ORDERS, TABLE} & target_topics(tgt)
+    assert sorted(doc["would_create"]) == [LOGS, ORDERS, TABLE, TX] and doc["created"] == []
+    assert not {LOGS, ORDERS, TABLE, TX} & target_topics(tgt)
     code, doc, err = run_json(capsys, "mirror", "create-topics", *sides(clusters), "--topics", MIRRORED)
     assert code == 0, err
-    assert sorted(doc["created"]) == [LOGS, ORDERS, TABLE]
+    assert sorted(doc["created"]) == [LOGS, ORDERS, TABLE, TX]
     md = AdminClient({"bootstrap.servers": tgt}).list_topics(timeout=30).topics
     assert {n: len(md[n].partitions) for n in (LOGS, ORDERS, TABLE)} == {LOGS: 1, ORDERS: 3, TABLE: 2}
     made = topic_configs(tgt, TABLE)
@@ -247,7 +260,7 @@ def test_create_topics_dry_run_then_creates_then_is_idempotent_and_reports_diffe
     assert topic_configs(tgt, LOGS)["retention.bytes"] == "104857600"
     code, doc, err = run_json(capsys, "mirror", "create-topics", *sides(clusters), "--topics", MIRRORED)
     assert code == 0, err
-    assert doc["created"] == [] and sorted(doc["existing"]) == [LOGS, ORDERS, TABLE] and doc["config_differences"] == {}
+    assert doc["created"] == [] and sorted(doc["existing"]) == [LOGS, ORDERS, TABLE, TX] and doc["config_differences"] == {}
     admin = AdminClient({"bootstrap.servers": tgt})
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
 
@@ -280,9 +293,14 @@ def test_start_copies_every_record_and_a_second_start_starts_nothing(clusters, s
     assert "IdentityReplicationPolicy" in props and "sync.topic.configs.enabled = false" in props
     status = wait_caught_up(capsys, state_dir)
     assert status["process"] == {**status["process"], "running": True, "pid": pid}
-    assert status["total_source_records"] == 3000 + 600 + 200
+    assert {(p["topic"], p["partition"]) for p in status["partitions"]} == {
+        (ORDERS, 0), (ORDERS, 1), (ORDERS, 2), (TABLE, 0), (TABLE, 1), (LOGS, 0), (TX, 0), (TX, 1)}
+    # the transactional topic ends with markers MirrorMaker does not copy: not lag
+    tx = [p for p in status["partitions"] if p["topic"] == TX]
+    assert all(p["only_control_records_left"] and p["source_end"] > p["mirrored_offset"] + 1 for p in tx), tx
     assert all(state == "RUNNING" for state in status["tasks"].values()) and status["tasks"]
-    for topic, partitions in ((ORDERS, 3), (TABLE, 2), (LOGS, 1)):
+    assert sum(len(r) for r in records(src, TX, 2).values()) == 100  # the committed transaction only
+    for topic, partitions in ((ORDERS, 3), (TABLE, 2), (LOGS, 1), (TX, 2)):
         assert records(tgt, topic, partitions) == records(src, topic, partitions), topic
     code, doc, err = run_json(capsys, "mirror", "start", *sides(clusters), "--topics", MIRRORED,
                               "--state-dir", str(state_dir), "--heap-mb", HEAP)
