@@ -347,9 +347,14 @@ class PartitionMover:
                     for m in sorted(tr.moves.values(), key=lambda m: m.partition)]))
         return ledger
 
-    def _refuse_overlap(self, ledger: Ledger) -> None:
-        """BadInput (nothing changed) when another ``partitions`` run is alive (see the module docstring)."""
+    def _refuse_overlap(self, ledger: Ledger, first_only: bool = False) -> None:
+        """BadInput (nothing changed) when another ``partitions`` run is alive (see the module
+        docstring); ``first_only``: only a run recorded before this one counts."""
         live = ledger.live_runs(now_s(), self.host, pid_alive, but=self.run_id)
+        if first_only:
+            order = list(ledger.runs())
+            before = set(order[:order.index(self.run_id)] if self.run_id in order else order)
+            live = [r for r in live if r.get("run_id") in before]
         if live:
             r = live[-1]
             raise BadInput(
@@ -452,7 +457,6 @@ class PartitionMover:
     def _start(self, ledger: Ledger) -> None:
         rq = self.rq
         new_live = [b for b in sorted(set(rq.mapping.values())) if b in self.view.live]
-        self.changed = True
         if self.book.ensure(self.admin.admin, new_live):
             self.emit(BookkeepingCreated(topic=rq.bookkeeping_topic, replicas=new_live[:3]))
         self.book.warm()
@@ -463,6 +467,11 @@ class PartitionMover:
             self.book.append([make_record(rq.plan_id, "plan", "plan", now_s(), mapping=mapping_doc,
                                           throttle_bytes_per_s=rq.throttle_bytes_per_s)], wait=False)
         self._beat("started")
+        self.book.flush()
+        # two runs that started at the same moment both passed the first look: the one recorded
+        # first goes on, the other stops here, having changed nothing but its own records
+        self._refuse_overlap(self.book.read(), first_only=True)
+        self.changed = True
         self.emit(RunStarted(run_id=self.run_id, host=self.host, pid=self.pid))
         tally = ThrottleTally(self.emit)
         problems = clear_recorded_throttles(self.admin, self.book, ledger, rq.plan_id, tally,

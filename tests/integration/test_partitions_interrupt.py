@@ -255,3 +255,17 @@ def test_a_second_run_is_refused_while_one_is_moving(cluster):
                  "--topics", "ov-.*", "-O", "json")
     assert r.returncode == 0, r.stderr
     _assert_all_moved(cluster, names)
+
+
+def test_two_runs_started_at_once_one_moves_the_other_refuses(cluster):
+    """Both may pass the first look at the bookkeeping topic: the one whose run record is first goes on."""
+    names = _slow_topics(cluster, "tw", 1)
+    args = ("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--mapping", MAPPING,
+            "--topics", "tw-.*", "--throttle", "10MB/s", "-O", "json")
+    procs = [kmigrate_background(*args), kmigrate_background(*args)]
+    codes = sorted(drain(p, timeout_s=300) for p in procs)
+    assert codes == [0, 2], [p.stderr_text[-1500:] for p in procs]
+    refused = [p for p in procs if p.returncode == 2][0]
+    assert "another kmigrate partitions run" in refused.stderr_text, refused.stderr_text
+    _assert_all_moved(cluster, names)
+    assert ledger(cluster).moved_counts(ledger(cluster).migration(None)).get(names[0]) == 1
