@@ -25,6 +25,15 @@ count above which the whole command takes less time than the console consumer.
 
 Records/s and MB/s are over the records and record bytes read (N and N x size). The target on this
 2-core machine: verify at least as fast as the stock consumer. Not collected by pytest.
+
+``--chunks`` measures instead what the chunked snapshot (format 2: per-partition chunk digests in the
+same Spark pass) costs against the release before it (format 1, ``PREVIOUS_RELEASE``'s Spark job, read
+from git): in rounds, each job in a fresh process with Spark started (the rest of the command is the
+same code in both), and the size of the snapshot file each writes. Target: within 1.1x of the
+previous time, the file under 1 MB::
+
+    python tests/bench/bench_verify.py --chunks                 # 2,000,000 records of 1 KB in 12 partitions
+    python tests/bench/bench_verify.py --chunks --records 300000 --rounds 3
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ from migrate.adapters.offsets import KafkaSide  # noqa: E402
 from migrate.runner.verify import Scope, take_snapshot  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
+PREVIOUS_RELEASE = "073ea6c"  # the last commit whose snapshots are format 1 (no chunks)
 
 
 def figures(name: str, seconds: float, records: int, size: int) -> dict:
@@ -80,6 +90,95 @@ def job_time(bs: str, topic: str, master: str, conf: dict[str, str] | None = Non
     return out["seconds"], out["records"]
 
 
+def perf_test(sandbox, topic: str, count: int, size: int) -> None:
+    """Write ``count`` records of ``size`` bytes with the stock ``kafka-producer-perf-test`` (not timed)."""
+    subprocess.run(sandbox.dist.tool_command("kafka-producer-perf-test", [
+        "--topic", topic, "--num-records", str(count), "--record-size", str(size), "--throughput", "-1",
+        "--producer-props", f"bootstrap.servers={sandbox.bootstrap_servers()}", "acks=1", "linger.ms=20",
+        "batch.size=524288", "buffer.memory=134217728"], jvm_opts=["-Xmx1g", "-Dlog4j.configuration=file:/dev/null"]),
+        check=True, stdout=subprocess.DEVNULL, timeout=3600)
+
+
+def _previous_job():
+    """The Spark job module of ``PREVIOUS_RELEASE`` (format 1: one digest per partition), from git."""
+    import importlib.util
+
+    text = subprocess.run(["git", "show", f"{PREVIOUS_RELEASE}:migrate/adapters/spark_job.py"], cwd=REPO,
+                          capture_output=True, text=True, check=True).stdout
+    path = Path(tempfile.mkdtemp(prefix="bench-previous-")) / "previous_spark_job.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location("previous_spark_job", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["previous_spark_job"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _chunk_job_here(bs: str, topic: str, which: str) -> dict:
+    """One snapshot job of ``which`` ("previous" or "chunked") in this fresh process: seconds, records, file bytes."""
+    from migrate.core.snapshot import PartitionSnapshot, Snapshot, plan_ranges
+
+    with spark_session(SparkSettings(master="local[*]")) as spark:
+        side = KafkaSide(client_settings(bs))
+        if which == "chunked":
+            t0 = time.monotonic()
+            snap = take_snapshot(side, spark, Scope((topic,)), "2026-01-01T00:00:00+00:00")
+            seconds = time.monotonic() - t0
+        else:
+            job = _previous_job()
+            t0 = time.monotonic()
+            parts = [(topic, p) for p in side.view().partitions[topic]]
+            offsets = side.offsets(parts, "read_committed")
+            compacted = side.compacted([topic])
+            ranges = plan_ranges(parts, offsets, compacted)
+            found = job.digest_ranges(spark, side.settings.spark_options(), ranges, True, "read_committed")
+            snap = Snapshot("c", bs, "2026-01-01T00:00:00+00:00", True, "read_committed", tuple(
+                PartitionSnapshot(r.topic, r.partition, r.compacted, *offsets[(r.topic, r.partition)], r.read_from,
+                                  r.read_to, *found[(r.topic, r.partition)]) for r in ranges), format_version=1)
+            seconds = time.monotonic() - t0
+    return {"seconds": seconds, "records": snap.records, "bytes": len(snap.to_json().encode()),
+            "chunks": sum(len(p.chunks or ()) for p in snap.partitions)}
+
+
+def chunk_cost(args) -> None:
+    """``--chunks``: format 2 (chunked) against format 1 (previous release) snapshot jobs, in rounds."""
+    n, size = args.records, args.size
+    spec = dict(zookeeper_ids=(1,), broker_ids=(1,), kafka_heap_mb=1024,
+                kafka_settings={"log.segment.bytes": str(512 * 1024 * 1024)})
+    with running_sandbox(spec) as sandbox:
+        bs = sandbox.bootstrap_servers()
+        topic = "bench-verify-chunks"
+        admin = AdminClient({"bootstrap.servers": bs})
+        for f in admin.create_topics([NewTopic(topic, args.partitions, 1)]).values():
+            f.result(60)
+        perf_test(sandbox, topic, n, size)
+        os.sync()
+        print(f"# wrote {n} records of {size} bytes in {args.partitions} partitions", flush=True)
+        runs: dict[str, list[dict]] = {"previous": [], "chunked": []}
+        for i in range(args.rounds + 1):  # round 0 warms the page cache and the class archive: not counted
+            for which in (("previous", "chunked") if i % 2 else ("chunked", "previous")):
+                r = subprocess.run([sys.executable, __file__, "--chunk-job", json.dumps([bs, topic, which])],
+                                   capture_output=True, text=True, timeout=3600)
+                assert r.returncode == 0, r.stderr[-1000:]
+                out = json.loads(r.stdout.strip().splitlines()[-1])
+                assert out["records"] == n, out
+                print(f"round {i} {which:<9} {out['seconds']:7.1f} s  file {out['bytes']:>9} bytes  "
+                      f"chunks {out['chunks']}", flush=True)
+                if i:
+                    runs[which].append(out)
+        med = {k: statistics.median(r["seconds"] for r in v) for k, v in runs.items()}
+        size_of = {k: v[-1]["bytes"] for k, v in runs.items()}
+        ratio = med["chunked"] / med["previous"]
+        print(f"# median job time: previous (format 1) {med['previous']:.1f} s, chunked (format 2) "
+              f"{med['chunked']:.1f} s: {ratio:.2f}x (target <= 1.1x); file {size_of['previous']} -> "
+              f"{size_of['chunked']} bytes (target < 1,000,000)", flush=True)
+        load = os.getloadavg()
+        print(f"# load average at the end: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores", flush=True)
+        if args.json:
+            print(json.dumps({"records": n, "size": size, "partitions": args.partitions, "runs": runs,
+                              "median_seconds": med, "ratio": round(ratio, 3), "file_bytes": size_of}))
+
+
 def break_even(fixed_a: float, fixed_b: float, per_record_a: float, per_record_b: float) -> float | None:
     """Records above which a (fixed cost, time per record) takes less time than b; None if never."""
     if per_record_a >= per_record_b:
@@ -95,10 +194,19 @@ def main() -> None:
     ap.add_argument("--scaling", action="store_true", help="also time the job on 1 and 2 cores, and 1 and 2 standalone workers")
     ap.add_argument("--command-runs", type=int, default=3, help="times the whole command is run (default 3)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--chunks", action="store_true", help="the chunked snapshot (format 2) against the previous release's")
+    ap.add_argument("--rounds", type=int, default=3, help="--chunks: counted rounds of both jobs (default 3)")
     ap.add_argument("--job", help=argparse.SUPPRESS)  # internal: one job_time run, in this fresh process
+    ap.add_argument("--chunk-job", help=argparse.SUPPRESS)  # internal: one --chunks job, in this fresh process
     args = ap.parse_args()
     if args.job:
         print(json.dumps(_job_here(*json.loads(args.job))))
+        return
+    if args.chunk_job:
+        print(json.dumps(_chunk_job_here(*json.loads(args.chunk_job))))
+        return
+    if args.chunks:
+        chunk_cost(args)
         return
     n, size = args.records, args.size
     small = max(n // 10, args.partitions)
@@ -113,11 +221,7 @@ def main() -> None:
             f.result(60)
         for name, count in ((topic, n), (small_topic, small)):
             t0 = time.monotonic()
-            subprocess.run(sandbox.dist.tool_command("kafka-producer-perf-test", [
-                "--topic", name, "--num-records", str(count), "--record-size", str(size), "--throughput", "-1",
-                "--producer-props", f"bootstrap.servers={bs}", "acks=1", "linger.ms=20", "batch.size=524288",
-                "buffer.memory=134217728"], jvm_opts=["-Xmx1g", "-Dlog4j.configuration=file:/dev/null"]),
-                check=True, stdout=subprocess.DEVNULL, timeout=3600)
+            perf_test(sandbox, name, count, size)
             print(f"# wrote {count} records of {size} bytes in {args.partitions} partitions of {name} in "
                   f"{time.monotonic() - t0:.0f} s (kafka-producer-perf-test, not part of the comparison)", flush=True)
 
