@@ -33,12 +33,6 @@ class KafkaProbe:
         """Ids of the brokers in the metadata (raises when the cluster does not answer)."""
         return set(self._admin.list_topics(timeout=timeout_s).brokers)
 
-    def under_replicated(self, timeout_s: float = 10) -> list[str]:
-        """``topic-partition`` of every partition whose ISR is smaller than its replicas (raises when no answer)."""
-        md = self._admin.list_topics(timeout=timeout_s)
-        return [f"{t.topic}-{p.id}" for t in md.topics.values() for p in t.partitions.values()
-                if len(p.isrs) < len(p.replicas)]
-
     def offsets_topic_led(self) -> bool:
         """Ask for a group's offsets (which has the brokers create ``__consumer_offsets``); True once every
         partition of it has a leader."""
