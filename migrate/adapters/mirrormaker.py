@@ -132,8 +132,10 @@ class MirrorMakerProcess:
     def write_properties(self, text: str) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = self.dir / (PROPERTIES + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.chmod(tmp, 0o600)  # it may hold SASL passwords of --*-command-config
+        tmp.unlink(missing_ok=True)
+        # readable by its owner only from the start: it may hold SASL passwords of --*-command-config
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as f:
+            f.write(text)
         tmp.replace(self.properties_path)
 
     def start(self, heap_mb: int) -> int:

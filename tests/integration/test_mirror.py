@@ -289,6 +289,7 @@ def test_start_copies_every_record_and_a_second_start_starts_nothing(clusters, s
     assert code == 0, err
     pid = doc["pid"]
     assert not doc["already_running"] and doc["topics"]["created"] == []
+    assert (state_dir / "mm2.properties").stat().st_mode & 0o077 == 0  # may hold passwords
     props = (state_dir / "mm2.properties").read_text()
     assert "IdentityReplicationPolicy" in props and "sync.topic.configs.enabled = false" in props
     status = wait_caught_up(capsys, state_dir)
@@ -325,7 +326,7 @@ def test_mirrormaker_killed_mid_copy_resumes_without_duplicates(clusters, source
     mm = MirrorMakerProcess(state_dir)
     pid = mm.pid()
     assert pid is not None
-    produce(src, ORDERS, 3, 150_000, start=3000)
+    produce(src, ORDERS, 3, 80_000, start=3000)
     deadline = time.monotonic() + 120
     while True:  # kill once MirrorMaker has copied some of the new records, not all
         code, status, err = run_json(capsys, "mirror", "status", "--state-dir", str(state_dir), "--topics", ORDERS)
