@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console
@@ -202,9 +203,20 @@ def status(state_dir: Optional[Path] = STATE_DIR,
     timeout_s = parse_duration(timeout, "--timeout")
     if timeout_s <= 0:
         raise BadInput(f"--timeout {timeout}: give a positive duration, like 10m")
-    lines = err_console if output == OutputFormat.json else console
-    caught_up, last = wait_caught_up(directory, src, tgt, topics, timeout_s, on_status=lambda s: lines.print(
-        f"lag {s.total_lag} records in {sum(1 for p in s.partitions if p.lag)} partition(s)", markup=False))
+    if output == OutputFormat.text and console.is_terminal:
+        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("lag {task.fields[lag]} records"),
+                      TimeElapsedColumn(), console=console, transient=True) as bar:
+            task = bar.add_task("copying", total=None, lag="?")
+
+            def show(s) -> None:  # the bar's total is the most records seen left to copy
+                total = max(bar.tasks[0].total or 0, s.total_lag) or 1
+                bar.update(task, total=total, completed=total - s.total_lag, lag=s.total_lag)
+
+            caught_up, last = wait_caught_up(directory, src, tgt, topics, timeout_s, on_status=show)
+    else:
+        lines = err_console if output == OutputFormat.json else console
+        caught_up, last = wait_caught_up(directory, src, tgt, topics, timeout_s, on_status=lambda s: lines.print(
+            f"lag {s.total_lag} records in {sum(1 for p in s.partitions if p.lag)} partition(s)", markup=False))
     _render_status(last, output)
     if not caught_up:
         err_console.print(f"kmigrate: lag not 0 after {timeout}", markup=False)
