@@ -752,7 +752,8 @@ class ZooKeeperChange:
             ids = sorted({i for v in result.registered_brokers.values() for i in v})
             result.next_steps.append(
                 f"rolling restart of brokers {', '.join(map(str, ids))}, one at a time, with zookeeper.connect={new_connect} "
-                "(wait for each broker to rejoin and for under-replicated partitions to reach 0 before the next)"
+                "; after each broker, wait until the cluster is healthy before the next: "
+                f"kmigrate health --bootstrap-server {self.req.bootstrap_servers or 'BROKER:9092'} --wait"
             )
         elif done:
             result.next_steps.append(
