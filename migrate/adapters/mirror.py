@@ -146,9 +146,10 @@ class MirrorCluster:
             "group.id": "kmigrate-mirror-reader", "enable.auto.commit": False, "isolation.level": "read_committed",
             "enable.partition.eof": True, "auto.offset.reset": "earliest"}))
 
-    def read_topic(self, topic: str) -> list[tuple[bytes | None, bytes | None]]:
-        """Every committed record (key, value) of ``topic`` from its start to its current end, in
-        order per partition; ``[]`` when the topic does not exist."""
+    def read_topic(self, topic: str, last: int | None = None) -> list[tuple[bytes | None, bytes | None]]:
+        """Every committed record (key, value) of ``topic`` from its start (``last``: only from that
+        many offsets before the end of each partition) to its current end, in order per partition;
+        ``[]`` when the topic does not exist."""
         import time
 
         from confluent_kafka import KafkaError
@@ -157,6 +158,8 @@ class MirrorCluster:
         if not partitions:
             return []
         bounds = self._list_offsets([(topic, p) for p in range(partitions)])
+        if last is not None:
+            bounds = {tp: (max(lo, hi - last), hi) for tp, (lo, hi) in bounds.items()}
         todo = {p: hi for (_, p), (lo, hi) in bounds.items() if hi > lo}
         if not todo:
             return []

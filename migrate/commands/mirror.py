@@ -232,6 +232,11 @@ def _render_status(s, output: OutputFormat) -> None:
                   f"log {proc['log']}", markup=False)
     if s.tasks:
         console.print("tasks: " + ", ".join(f"{k} {v}" for k, v in sorted(s.tasks.items())), markup=False)
+    if s.heartbeat_age_s is not None:
+        console.print(f"newest heartbeat on the target: {s.heartbeat_age_s:.0f} s ago", markup=False)
+    for topic, diffs in s.config_differences.items():
+        console.print(f"config differs on the target for {topic}: "
+                      + ", ".join(f"{k}={t} (source {v})" for k, (v, t) in diffs.items()), style="red", markup=False)
     table = Table(title=f"lag {s.total_lag} records", title_justify="left")
     for col in ("topic", "partition", "source end", "mirrored up to", "lag"):
         table.add_column(col, overflow="fold")

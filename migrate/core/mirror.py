@@ -223,6 +223,20 @@ def plan_mirror(source: ClusterReading, target: ClusterReading, topics_filter: s
                       groups_filter if groups_filter is not None else ".*", acls)
 
 
+def config_differences(src: TopicReading, tgt: TopicReading) -> dict[str, tuple[str | None, str | None]]:
+    """name -> (source value, target value) of the configs that differ, among those non-default on
+    either side (throttle lists, which name broker ids, left out)."""
+    keys = (set(src.non_default()) | set(tgt.non_default())) - set(NOT_COPIED)
+    return {k: (src.configs.get(k), tgt.configs.get(k)) for k in sorted(keys) if src.configs.get(k) != tgt.configs.get(k)}
+
+
+def heartbeat_timestamp(value: bytes | None) -> int | None:
+    """The timestamp (ms) of a record of MirrorMaker's ``heartbeats`` topic (``version:INT16, timestamp:INT64``)."""
+    if value is None or len(value) < 10:
+        return None
+    return struct.unpack_from(">hq", value, 0)[1]
+
+
 def _topic_plan(src: TopicReading, tgt: TopicReading | None, target: ClusterReading) -> TopicPlan:
     rf = min(src.replication_factor, max(target.brokers, 1))
     warnings: list[str] = []
@@ -233,13 +247,8 @@ def _topic_plan(src: TopicReading, tgt: TopicReading | None, target: ClusterRead
     if tgt is None and "min.insync.replicas" in create and int(create["min.insync.replicas"]) > rf:
         warnings.append(f"topic {src.name}: min.insync.replicas={create['min.insync.replicas']} is more than its "
                         f"replication factor {rf} on the target: producers with acks=all will be refused there")
-    diffs: dict[str, tuple[str | None, str | None]] = {}
+    diffs = config_differences(src, tgt) if tgt is not None else {}
     if tgt is not None:
-        keys = (set(create) | set(tgt.non_default())) - set(NOT_COPIED)
-        for k in sorted(keys):
-            s, t = src.configs.get(k), tgt.configs.get(k)
-            if s != t:
-                diffs[k] = (s, t)
         if tgt.partitions > src.partitions:
             warnings.append(f"topic {src.name}: {tgt.partitions} partitions on the target, {src.partitions} on the "
                             "source: the extra partitions get no mirrored records")
@@ -486,6 +495,8 @@ class MirrorStatus:
     partitions: tuple[PartitionLag, ...]
     tasks: dict[str, str]
     groups: tuple[GroupOffset, ...] = ()
+    config_differences: dict[str, dict[str, tuple[str | None, str | None]]] = field(default_factory=dict)
+    heartbeat_age_s: float | None = None  # since MirrorMaker's newest heartbeat on the target (None: none yet)
 
     @property
     def total_lag(self) -> int:
@@ -499,7 +510,10 @@ class MirrorStatus:
         return {"process": self.process, "tasks": self.tasks, "partitions": [p.to_dict() for p in self.partitions],
                 "total_lag": self.total_lag, "caught_up": self.caught_up,
                 "total_source_records": sum(p.source_end - p.source_start for p in self.partitions),
-                "groups": [g.to_dict() for g in self.groups]}
+                "groups": [g.to_dict() for g in self.groups],
+                "config_differences": {t: {k: {"source": a, "target": b} for k, (a, b) in d.items()}
+                                       for t, d in self.config_differences.items()},
+                "heartbeat_age_s": None if self.heartbeat_age_s is None else round(self.heartbeat_age_s, 1)}
 
 
 def partition_lags(ends: dict[tuple[str, int], tuple[int, int]], mirrored: dict[tuple[str, int], int],

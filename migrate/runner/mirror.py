@@ -15,7 +15,8 @@ from migrate.adapters.mirror import MirrorCluster
 from migrate.adapters.mirrormaker import MirrorMakerProcess, default_state_dir, free_port  # noqa: F401 (default_state_dir: for commands)
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.mirror import (CHECKPOINTS_TOPIC, CONNECT_OFFSETS_TOPIC, CONNECT_STATUS_TOPIC, GroupOffset,
-                                 MirrorPlan, MirrorStatus, compile_filter, is_internal_topic, latest_checkpoints,
+                                 MirrorPlan, MirrorStatus, TopicReading, compile_filter, config_differences,
+                                 heartbeat_timestamp, is_internal_topic, latest_checkpoints,
                                  mirrored_positions, mm2_properties, partition_lags, plan_mirror, render_properties,
                                  same_configuration, task_states)
 from migrate.errors import BadInput, StepFailed
@@ -165,8 +166,31 @@ def status(state_dir: Path, source: Side | None = None, target: Side | None = No
     mm = MirrorMakerProcess(state_dir)
     pid = mm.pid()
     process = {"running": pid is not None, "pid": pid, "state_dir": str(state_dir), "log": str(mm.log_path)}
-    groups = _group_offsets(src, tgt, groups_filter, set(recorded)) if with_groups else ()
-    return MirrorStatus(process, partition_lags(ends, positions, only_control), tasks, groups)
+    if not with_groups:  # the quick look of a wait
+        return MirrorStatus(process, partition_lags(ends, positions, only_control), tasks)
+    groups = _group_offsets(src, tgt, groups_filter, set(recorded))
+    return MirrorStatus(process, partition_lags(ends, positions, only_control), tasks, groups,
+                        _config_differences(src, tgt, sorted(recorded)), _heartbeat_age(tgt))
+
+
+def _config_differences(src: MirrorCluster, tgt: MirrorCluster, topics: list[str]) -> dict:
+    """topic -> its config differences (kmigrate owns configs: MirrorMaker's config sync is off)."""
+    sources, targets = src.topic_configs(topics), tgt.topic_configs([t for t in topics if t in tgt.topic_partitions()])
+    out = {}
+    for t in topics:
+        if t in targets:
+            diff = config_differences(TopicReading(t, 0, 0, *sources[t]), TopicReading(t, 0, 0, *targets[t]))
+            if diff:
+                out[t] = diff
+    return out
+
+
+def _heartbeat_age(tgt: MirrorCluster) -> float | None:
+    import time
+
+    stamps = [heartbeat_timestamp(v) for _, v in tgt.read_topic("heartbeats", last=20)]
+    newest = max((s for s in stamps if s is not None), default=None)
+    return None if newest is None else max(0.0, time.time() - newest / 1000)
 
 
 def _group_offsets(src: MirrorCluster, tgt: MirrorCluster, groups_filter: str, topics: set[str]) -> tuple[GroupOffset, ...]:

@@ -300,6 +300,8 @@ def test_start_copies_every_record_and_a_second_start_starts_nothing(clusters, s
     tx = [p for p in status["partitions"] if p["topic"] == TX]
     assert all(p["only_control_records_left"] and p["source_end"] > p["mirrored_offset"] + 1 for p in tx), tx
     assert all(state == "RUNNING" for state in status["tasks"].values()) and status["tasks"]
+    assert status["config_differences"] == {}  # kmigrate created them: same configs
+    assert status["heartbeat_age_s"] is not None and status["heartbeat_age_s"] < 120
     assert sum(len(r) for r in records(src, TX, 2).values()) == 100  # the committed transaction only
     for topic, partitions in ((ORDERS, 3), (TABLE, 2), (LOGS, 1), (TX, 2)):
         assert records(tgt, topic, partitions) == records(src, topic, partitions), topic

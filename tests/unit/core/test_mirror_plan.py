@@ -9,7 +9,8 @@ import struct
 import javaproperties
 import pytest
 
-from migrate.core.mirror import (AclReading, ClusterReading, PartitionLag, TopicReading, latest_checkpoints,
+from migrate.core.mirror import (AclReading, ClusterReading, PartitionLag, TopicReading, config_differences,
+                                 heartbeat_timestamp, latest_checkpoints,
                                  mirrored_positions, mm2_properties, parse_checkpoint, parse_connect_offset,
                                  partition_lags, plan_mirror, render_properties, same_configuration, task_states)
 from migrate.errors import BadInput
@@ -191,3 +192,15 @@ def test_task_states_from_connect_status_records():
                (b"status-task-MirrorSourceConnector-1", b'{"state":"RUNNING"}'),
                (b"status-task-MirrorSourceConnector-1", None)]
     assert task_states(records) == {"MirrorSourceConnector": "RUNNING", "MirrorSourceConnector-0": "FAILED"}
+
+
+def test_config_differences_cover_non_default_values_on_either_side_but_not_throttle_lists():
+    src = topic("t", retention_ms="1000", leader_replication_throttled_replicas="0:1")
+    tgt = topic("t", min_insync_replicas="2", cleanup_policy="delete")
+    assert config_differences(src, tgt) == {"min.insync.replicas": ("1", "2"), "retention.ms": ("1000", "604800000")}
+    assert config_differences(src, src) == {}
+
+
+def test_heartbeat_records_give_their_timestamp():
+    assert heartbeat_timestamp(struct.pack(">hq", 0, 1_700_000_000_123)) == 1_700_000_000_123
+    assert heartbeat_timestamp(None) is None and heartbeat_timestamp(b"\x00") is None
