@@ -7,7 +7,7 @@ the sandbox starts with it). Each partition gets 100 records stamped two days ag
 now: the first new record rolls the segment (``segment.ms`` 60 s is long past the old records'
 time), so offsets 0..99 are a closed segment of their own. The topic keeps everything
 (``retention.ms`` -1) until the snapshot is taken; then ``retention.ms`` becomes one hour, the brokers
-delete the old segment (log start 100) and the migration moves every replica to brokers 4-6.
+delete the old segment (log start 100) while the migration moves every replica to brokers 4-6.
 At most 256 records a partition: one record a chunk, so every record still present is compared.
 """
 
@@ -25,7 +25,8 @@ from migrate.adapters.kafka import TRUSTED_PRODUCER
 from migrate.adapters.spark import SparkSettings, spark_session
 from migrate.sandbox.testing import unique_topic
 from verify_support import run
-from partitions_support import MAPPING, admin, create_topic, kmigrate, old_assignment, replicas_on
+from partitions_support import (MAPPING, admin, create_topic, drain, kmigrate_background, old_assignment,
+                                replicas_on, wait_for_event)
 
 pytestmark = pytest.mark.integration
 
@@ -102,6 +103,10 @@ def test_retention_during_a_migration_is_expired_as_configured_not_a_difference(
         assert before["format_version"] == 2 and before["topic_configs"][topic]["retention.ms"] == -1
         assert all(p["chunk_size"] == 1 and len(p["chunks"]) == OLD_RECORDS + NEW_RECORDS
                    for p in before["partitions"])
+    # the migration starts; while it runs, retention becomes one hour and the two-day-old segments go
+    proc = kmigrate_background("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--mapping", MAPPING,
+                               "--topics", f"({expiring}|{deleted})", "-O", "json")
+    wait_for_event(proc, lambda event: True, timeout_s=300)
     for topic in (expiring, deleted):
         set_retention(cluster, topic, HOUR_MS)
     for topic in (expiring, deleted):
@@ -110,10 +115,7 @@ def test_retention_during_a_migration_is_expired_as_configured_not_a_difference(
     a = admin(cluster)
     for f in a.delete_records([TopicPartition(deleted, 1, OLD_RECORDS + 30)], request_timeout=60).values():
         f.result(timeout=90)
-
-    r = kmigrate("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--mapping", MAPPING,
-                 "--topics", f"({expiring}|{deleted})", "-O", "json", timeout_s=900)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert drain(proc, timeout_s=900) == 0, proc.stderr_text[-2000:]
     assert not replicas_on(cluster, (1, 2, 3), [expiring, deleted]), "every replica moved to brokers 4-6"
 
     code, report = compare(capsys, snapshots[expiring])
