@@ -38,7 +38,7 @@ STATE_DIR = typer.Option(None, "--state-dir", help="Where MirrorMaker's mm2.prop
 def _request(source_bootstrap, target_bootstrap, source_command_config, target_command_config, topics, groups):
     from migrate.runner.mirror import Request, Side
 
-    return Request(Side(source_bootstrap, _path(source_command_config)), Side(target_bootstrap, _path(target_command_config)),
+    return Request(Side(source_bootstrap, _path(source_command_config)), Side(target_bootstrap, _path(target_command_config), "target"),
                    topics, groups)
 
 
@@ -195,7 +195,7 @@ def status(state_dir: Optional[Path] = STATE_DIR,
     from migrate.runner.mirror import Side, status as run_status, wait_caught_up
 
     src = None if source_bootstrap is None else Side(source_bootstrap, _path(source_command_config))
-    tgt = None if target_bootstrap is None else Side(target_bootstrap, _path(target_command_config))
+    tgt = None if target_bootstrap is None else Side(target_bootstrap, _path(target_command_config), "target")
     directory = _state_dir(state_dir)
     if not wait:
         _render_status(run_status(directory, src, tgt, topics), output)

@@ -29,12 +29,24 @@ class Side:
 
     bootstrap: str
     command_config: str | None = None
+    role: str = "source"  # names the flags in messages: --source-command-config, --target-command-config
 
     def settings(self) -> ClientSettings:
-        return client_settings(self.bootstrap, self.command_config)
+        try:
+            return client_settings(self.bootstrap, self.command_config)
+        except BadInput as exc:
+            raise BadInput(self._named(exc.message)) from None
 
     def java_properties(self) -> dict[str, str]:
-        return load_command_config(self.command_config)
+        try:
+            return load_command_config(self.command_config)
+        except BadInput as exc:
+            raise BadInput(self._named(exc.message)) from None
+
+    def _named(self, message: str) -> str:
+        return (message.replace("--command-config", f"--{self.role}-command-config")
+                .replace("--bootstrap-server", f"--{self.role}-bootstrap")
+                .replace(" (or a playbook with kafka.bootstrap_servers)", ""))
 
 
 @dataclass(frozen=True)
@@ -137,9 +149,9 @@ def resolve_sides(state_dir: Path, source: Side | None, target: Side | None) -> 
     """Both sides for ``status``: the flags given, else what ``start`` recorded in ``state_dir``."""
     state = MirrorMakerProcess(state_dir).read_state() or {}
     if source is None and state.get("source_bootstrap"):
-        source = Side(state["source_bootstrap"], state.get("source_command_config"))
+        source = Side(state["source_bootstrap"], state.get("source_command_config"), "source")
     if target is None and state.get("target_bootstrap"):
-        target = Side(state["target_bootstrap"], state.get("target_command_config"))
+        target = Side(state["target_bootstrap"], state.get("target_command_config"), "target")
     if source is None or target is None:
         raise BadInput(f"no mirror was started from {state_dir}: give --source-bootstrap and --target-bootstrap "
                        "(or the --state-dir of kmigrate mirror start)")
