@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
         _add_commands(args)
         rc = app(args=args, standalone_mode=False)  # typer.Exit(code) comes back as the return value here
     except KmigrateError as exc:
-        err.print(f"kmigrate: error: {exc.message}", markup=False)
+        err.print(f"kmigrate: {exc.kind + ': ' if exc.kind else ''}{exc.message}", markup=False)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -15,6 +15,7 @@ class KmigrateError(Exception):
     """Base of every error kmigrate reports to the user."""
 
     exit_code = EXIT_FAILURE
+    kind = "error"  # how the one line on stderr begins: "kmigrate: error: ..."
 
     def __init__(self, message: str):
         super().__init__(message)

@@ -114,6 +114,8 @@ EXIT_STOPPED = 3
 class Interrupted(KmigrateError):
     """SIGINT (exit 130) or SIGTERM (exit 143): the message says what is left in flight."""
 
+    kind = ""  # the message begins with "interrupted (SIGINT)": not an error of kmigrate's
+
     def __init__(self, message: str, exit_code: int):
         super().__init__(message)
         self.exit_code = exit_code
@@ -123,6 +125,7 @@ class StoppedByCancel(KmigrateError):
     """The run saw ``kmigrate partitions --cancel`` and stopped (exit :data:`EXIT_STOPPED`)."""
 
     exit_code = EXIT_STOPPED
+    kind = ""  # the message begins with "stopped: kmigrate partitions --cancel ...": what the operator asked
 
 
 class Terminated(KeyboardInterrupt):
