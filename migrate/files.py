@@ -100,19 +100,24 @@ def read_snapshot(path: str | Path) -> Snapshot:
     return snapshot_from_json(text, f"snapshot {p}")
 
 
-def check_writable(path: Path) -> None:
-    """BadInput when ``-o path`` cannot be a snapshot file (no such directory, or a directory)."""
-    if not path.parent.exists():
-        raise BadInput(f"-o {path}: directory {path.parent} does not exist")
+def check_writable(path: Path, option: str = "--out", example: str = "before.json") -> None:
+    """BadInput when ``option path`` cannot be written as a file (no such directory, or a directory)."""
+    if not path.parent.is_dir():
+        raise BadInput(f"{option} {path}: directory {path.parent} does not exist; create it or choose another path")
     if path.is_dir():
-        raise BadInput(f"-o {path} is a directory: give a file name like before.json")
+        raise BadInput(f"{option} {path} is a directory: give a file name like {example}")
+
+
+def write_whole(path: Path, text: str, what: str, option: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a temporary file renamed over it)."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise BadInput(f"cannot write {what} to {path} ({exc}): choose a writable {option} path") from None
 
 
 def write_snapshot(snapshot: Snapshot, path: Path) -> None:
     """Write the snapshot to ``path`` whole (a temporary file renamed over it)."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(snapshot.to_json(), encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        raise BadInput(f"cannot write the snapshot to {path} ({exc}): choose a writable -o path") from None
+    write_whole(path, snapshot.to_json(), "the snapshot", "--out")

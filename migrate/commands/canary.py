@@ -15,7 +15,7 @@ from rich.live import Live
 from rich.table import Table
 
 from migrate.core.canary import OVERDUE_AFTER_S, CanaryReport
-from migrate.files import client_settings
+from migrate.files import check_writable, client_settings, write_whole
 from migrate.core.units import parse_duration
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
 from migrate.errors import EXIT_FAILURE, BadInput
@@ -80,20 +80,12 @@ def _print_line(stream: TextIO) -> Callable[[CanaryReport], None]:
 
 
 def _check_report_file(path: Path) -> None:
-    if not path.parent.is_dir():
-        raise BadInput(f"--report {path}: directory {path.parent} does not exist; create it or choose another path")
-    if path.is_dir():
-        raise BadInput(f"--report {path} is a directory: give a file name like canary-report.json")
+    check_writable(path, "--report", "canary-report.json")
 
 
 def _write_report(report: CanaryReport, path: Path) -> None:
-    """The final report as JSON, whole or not at all (a temporary file renamed over ``path``)."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        raise BadInput(f"cannot write the canary report to {path} ({exc}): choose a writable --report path") from None
+    """The final report as JSON, whole or not at all."""
+    write_whole(path, json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n", "the canary report", "--report")
 
 
 def canary(
