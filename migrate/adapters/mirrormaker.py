@@ -62,6 +62,15 @@ def _cmdline(pid: int) -> list[str]:
         return []
 
 
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, once collected, is gone). Used once a pid is known to be
+    the MirrorMaker: its command line can read empty for a moment (seen under load just after start)."""
+    state = _state(pid)
+    if state == "Z":
+        _reap(pid)
+    return state not in (None, "Z", "X")
+
+
 def _reap(pid: int) -> None:
     """Collect ``pid``'s exit status if it is our child (a test that runs kmigrate in-process)."""
     try:
@@ -91,7 +100,7 @@ class MirrorMakerProcess:
     def log_path(self) -> Path:
         return self.dir / LOG_FILE
 
-    def _ours(self, pid: int) -> bool:
+    def _ours(self, pid: int, patient: bool = False) -> bool:
         """True when ``pid`` is alive (not a zombie) and is the MirrorMaker of this directory."""
         state = _state(pid)
         if state is None or state in ("Z", "X"):
@@ -99,6 +108,11 @@ class MirrorMakerProcess:
                 _reap(pid)
             return False
         args = _cmdline(pid)
+        for _ in range(10 if patient else 0):  # the recorded pid's can read empty for a moment after start
+            if args or not _alive(pid):
+                break
+            time.sleep(0.05)
+            args = _cmdline(pid)
         return MIRROR_MAKER_MAIN in args and str(self.properties_path.resolve()) in args
 
     def pid(self) -> int | None:
@@ -109,7 +123,7 @@ class MirrorMakerProcess:
             recorded = int(pid_file.read_text().strip())
         except (OSError, ValueError):
             recorded = None
-        if recorded is not None and self._ours(recorded):
+        if recorded is not None and self._ours(recorded, patient=True):
             return recorded
         found = next((int(d) for d in os.listdir("/proc") if d.isdigit() and self._ours(int(d))), None)
         if found is not None:
@@ -158,10 +172,10 @@ class MirrorMakerProcess:
         """True when ``pid`` is still running after ``seconds`` (a bad config makes it exit at once)."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            if not self._ours(pid):
+            if not _alive(pid):
                 return False
             time.sleep(0.2)
-        return self._ours(pid)
+        return _alive(pid)
 
     def log_tail(self, lines: int = 5, match: str = "ERROR") -> list[str]:
         try:
@@ -179,14 +193,14 @@ class MirrorMakerProcess:
         start = time.monotonic()
         os.kill(pid, signal.SIGTERM)
         while time.monotonic() - start < timeout_s:
-            if not self._ours(pid):
+            if not _alive(pid):
                 break
             time.sleep(0.2)
         how = "SIGTERM"
-        if self._ours(pid):
+        if _alive(pid):
             os.kill(pid, signal.SIGKILL)
             how = "SIGKILL"
-            while self._ours(pid) and time.monotonic() - start < timeout_s + 10:
+            while _alive(pid) and time.monotonic() - start < timeout_s + 10:
                 time.sleep(0.1)
         _reap(pid)
         (self.dir / PID_FILE).unlink(missing_ok=True)
