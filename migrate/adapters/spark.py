@@ -28,6 +28,7 @@ from typing import Callable, Iterator
 
 from migrate.errors import BadInput, MissingTool, StepFailed
 from migrate.adapters.jars import cache_dir, fetch_maven_project, find_java
+from migrate.adapters.processes import pid_alive
 
 log = logging.getLogger("kmigrate.spark")
 
@@ -324,16 +325,6 @@ def _cds_key(java: str, class_path: tuple[Path, ...] = ()) -> str:
     return f"{install.hexdigest()[:16]}-{digest('', class_path).hexdigest()[:8]}"
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def class_data_options(java: str, now_s: float | None = None, class_path: tuple[Path, ...] = ()) -> list[str]:
     """JVM options for the driver: map the recorded archive, or record one at exit; ``[]`` when off.
 
@@ -363,7 +354,8 @@ def class_data_options(java: str, now_s: float | None = None, class_path: tuple[
         if not final.exists():
             for dump in sorted(folder.glob(f"{key}.*.dump"), key=lambda f: f.stat().st_mtime, reverse=True):
                 pid = int(dump.name.split(".")[1]) if dump.name.split(".")[1].isdigit() else 0
-                if _pid_alive(pid) or now_s - dump.stat().st_mtime < 5:
+                # a recording still being written (its process alive, or a name without a pid) is left alone
+                if pid == 0 or pid_alive(pid) or now_s - dump.stat().st_mtime < 5:
                     continue
                 probe = subprocess.run([java, f"-XX:SharedArchiveFile={dump}", _CDS_QUIET, "-version"],
                                        capture_output=True, timeout=60)

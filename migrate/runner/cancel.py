@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping
 
 from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.kafka import ReassignmentAdmin
+from migrate.adapters.processes import pid_alive
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.ledger import Ledger, make_record
 from migrate.core.mapping import select_topics
@@ -145,19 +146,6 @@ def _cancel_until_quiet(admin: ReassignmentAdmin, book: BookkeepingTopic, plan_i
             return cancelled, why
         else:
             clock.sleep(0.5)  # a run is alive: it stops once it sees the cancel record
-
-
-def pid_alive(pid: int) -> bool:
-    """True when a process ``pid`` exists on this machine (a run's ``run`` record names its pid)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _left_alone(emit: Emit, why: Mapping[Key, str]) -> None:

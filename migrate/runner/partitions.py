@@ -71,7 +71,8 @@ from migrate.core.scheduler import SMALL_MOVE_SECONDS, Caps, schedule
 from migrate.core.throttles import fill_throttle_lists
 from migrate.core.units import format_bytes
 from migrate.errors import BadInput, KmigrateError, StepFailed
-from migrate.runner.cancel import pid_alive, send_cancels, wait_not_in_flight
+from migrate.adapters.processes import pid_alive
+from migrate.runner.cancel import send_cancels, wait_not_in_flight
 from migrate.runner.events import (
     OMIT, Aborted, Adopted, BookkeepingCreated, Discovered, Emit, ForeignFinished, ForeignPlan, Held, IsrShort,
     LeadersNotPreferred, PartitionCancelled, PartitionDone, Progress, Resume, RunDone, Stall, StallCancelled, StallOver,

@@ -24,7 +24,7 @@ from migrate.core.model import Topic
 from migrate.core.moves import leader_not_preferred
 from migrate.core.phases import migration_state
 from migrate.core.throttles import BROKER_THROTTLE_CONFIGS, TOPIC_THROTTLE_CONFIGS, needed_by, parse_entries
-from migrate.runner.cancel import pid_alive
+from migrate.adapters.processes import pid_alive
 
 
 def migration_status(client: ClientSettings, bookkeeping_topic: str, plan_id: str | None = None,

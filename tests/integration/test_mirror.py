@@ -22,8 +22,8 @@ from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, 
 
 from migrate.adapters.kafka import TRUSTED_PRODUCER
 from migrate.adapters.mirrormaker import MirrorMakerProcess
-from migrate.cli import main
 from migrate.sandbox.testing import running_sandbox
+from cli_support import run
 
 pytestmark = pytest.mark.integration
 
@@ -49,17 +49,6 @@ def state_dir(tmp_path_factory, clusters):
     finally:
         MirrorMakerProcess(directory).stop(timeout_s=20)
         assert MirrorMakerProcess(directory).pid() is None
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def run_json(capsys, *args: str) -> tuple[int, dict, str]:

@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from migrate.adapters.spark import SparkSettings, spark_session
 from migrate.files import client_settings
 from migrate.sandbox.testing import unique_topic
-from verify_support import run
+from cli_support import run
 from migrate.adapters.offsets import KafkaSide
 
 pytestmark = pytest.mark.integration

@@ -16,8 +16,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from migrate.adapters.kafka import TRUSTED_PRODUCER
 from migrate.adapters.spark import SparkSettings, spark_session
-from migrate.cli import main
 from migrate.sandbox.testing import running_sandbox, unique_topic
+from cli_support import run as run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -40,14 +40,9 @@ def spark(clusters):
 
 
 def run(capsys, *args: str) -> tuple[int, dict, str]:
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, (json.loads(out.out) if out.out.strip().startswith("{") else {"text": out.out}), out.err
+    """kmigrate in-process, its stdout parsed as the JSON report (``{"text": ...}`` when it is not JSON)."""
+    code, out, err = run_cli(capsys, *args)
+    return code, (json.loads(out) if out.strip().startswith("{") else {"text": out}), err
 
 
 def verify(capsys, clusters, *extra: str) -> tuple[int, dict, str]:

@@ -24,7 +24,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from migrate.adapters.kafka import TRUSTED_PRODUCER
 from migrate.adapters.spark import SparkSettings, spark_session
 from migrate.sandbox.testing import unique_topic
-from verify_support import run
+from cli_support import run
 from partitions_support import (MAPPING, admin, create_topic, drain, kmigrate_background, old_assignment,
                                 replicas_on, wait_for_event)
 

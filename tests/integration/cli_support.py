@@ -1,5 +1,4 @@
-"""Helpers shared by the ``kmigrate verify`` integration modules: the CLI run in-process (it reuses the
-module's SparkSession)."""
+"""kmigrate run in-process by integration modules (the verify modules reuse their SparkSession this way)."""
 
 from __future__ import annotations
 
