@@ -7,8 +7,9 @@ brokers of a rolling restart.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -16,6 +17,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.core.units import parse_duration
 from migrate.errors import EXIT_FAILURE, BadInput
+
+if TYPE_CHECKING:
+    from migrate.runner.health import HealthCheck
 
 
 def health(
@@ -47,21 +51,26 @@ def health(
         result = check_health(read, expected)
         _report(result.to_dict(), result.healthy, result.summary(), result.problems(), output)
         return
+    with _check_view(output, check_count) as on_check:
+        waited = wait_healthy(read, expected_brokers=expected, timeout_s=timeout_s, interval_s=interval_s,
+                              check_count=check_count, on_check=on_check)
+    problems = [] if waited.healthy else [waited.failure()]
+    _report(waited.to_dict(), waited.healthy, waited.last.summary(), problems, output)
+
+
+@contextmanager
+def _check_view(output: OutputFormat, check_count: int) -> Iterator[Callable[[HealthCheck], None]]:
+    """How each check of a wait is shown: a progress bar on a terminal, else one plain line per check
+    (on stderr with ``--output json``, which keeps stdout for the one JSON document)."""
     if output == OutputFormat.text and console.is_terminal:
         with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f} healthy in a row"),
                       TimeElapsedColumn(), console=console, transient=True) as bar:
             task = bar.add_task("checking", total=check_count)
-            waited = wait_healthy(read, expected_brokers=expected, timeout_s=timeout_s, interval_s=interval_s,
-                                  check_count=check_count,
-                                  on_check=lambda c: bar.update(task, completed=c.consecutive, description=c.health.summary()))
-    else:
-        lines = console if output == OutputFormat.text else err_console
-        waited = wait_healthy(read, expected_brokers=expected, timeout_s=timeout_s, interval_s=interval_s,
-                              check_count=check_count, on_check=lambda c: lines.print(
-                                  f"check {c.number} ({c.elapsed_s:.0f} s): {c.health.summary()} "
-                                  f"[{c.consecutive}/{c.needed} healthy in a row]", markup=False))
-    problems = [] if waited.healthy else [waited.failure()]
-    _report(waited.to_dict(), waited.healthy, waited.last.summary(), problems, output)
+            yield lambda c: bar.update(task, completed=c.consecutive, description=c.health.summary())
+        return
+    lines = console if output == OutputFormat.text else err_console
+    yield lambda c: lines.print(f"check {c.number} ({c.elapsed_s:.0f} s): {c.health.summary()} "
+                                f"[{c.consecutive}/{c.needed} healthy in a row]", markup=False)
 
 
 def _report(doc: dict, healthy: bool, summary: str, problems: list[str], output: OutputFormat) -> None:
