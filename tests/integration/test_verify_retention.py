@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from migrate.adapters.kafka import TRUSTED_PRODUCER
@@ -62,13 +62,19 @@ def set_retention(cluster, topic: str, retention_ms: int) -> None:
         f.result(timeout=60)
 
 
-def log_starts(cluster, topic: str) -> dict[int, int]:
+def log_starts(cluster, topic: str) -> dict[int, int] | None:
+    """Each partition's log start, or None while a leader moves (the migration runs meanwhile)."""
     from confluent_kafka.admin import OffsetSpec
 
     a = admin(cluster)
     futures = a.list_offsets({TopicPartition(topic, p): OffsetSpec.earliest() for p in range(PARTITIONS)},
                              request_timeout=30)
-    return {tp.partition: f.result(timeout=30).offset for tp, f in futures.items()}
+    try:
+        return {tp.partition: f.result(timeout=30).offset for tp, f in futures.items()}
+    except KafkaException as e:
+        if e.args[0].retriable() or e.args[0].code() == KafkaError.NOT_LEADER_FOR_PARTITION:
+            return None
+        raise
 
 
 def wait_for_expiry(cluster, topic: str, timeout_s: float = 180) -> None:
@@ -76,6 +82,22 @@ def wait_for_expiry(cluster, topic: str, timeout_s: float = 180) -> None:
     while (starts := log_starts(cluster, topic)) != {p: OLD_RECORDS for p in range(PARTITIONS)}:
         assert time.monotonic() < deadline, f"retention did not delete the old segments of {topic}: {starts}"
         time.sleep(1)
+
+
+def delete_records(cluster, tp: TopicPartition, timeout_s: float = 120) -> None:
+    """delete_records, tried again while the partition's leader moves (the migration runs meanwhile)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        a = admin(cluster)
+        try:
+            for f in a.delete_records([tp], request_timeout=60).values():
+                f.result(timeout=90)
+            return
+        except KafkaException as e:
+            if time.monotonic() > deadline or not (
+                    e.args[0].retriable() or e.args[0].code() == KafkaError.NOT_LEADER_FOR_PARTITION):
+                raise
+            time.sleep(1)
 
 
 def aged_topic(cluster, prefix: str) -> str:
@@ -112,9 +134,7 @@ def test_retention_during_a_migration_is_expired_as_configured_not_a_difference(
     for topic in (expiring, deleted):
         wait_for_expiry(cluster, topic)
     # delete-records on one partition to offset 130: records 100..129 are a minute old, not expired
-    a = admin(cluster)
-    for f in a.delete_records([TopicPartition(deleted, 1, OLD_RECORDS + 30)], request_timeout=60).values():
-        f.result(timeout=90)
+    delete_records(cluster, TopicPartition(deleted, 1, OLD_RECORDS + 30))
     assert drain(proc, timeout_s=900) == 0, proc.stderr_text[-2000:]
     assert not replicas_on(cluster, (1, 2, 3), [expiring, deleted]), "every replica moved to brokers 4-6"
 
