@@ -23,8 +23,8 @@ _GROUP = "kmigrate-sandbox"
 class KafkaProbe:
     """An admin client on a local cluster (or one of its brokers), asked one question at a time."""
 
-    def __init__(self, bootstrap: str, socket_timeout_ms: int | None = None):
-        conf: dict[str, object] = {"bootstrap.servers": bootstrap, "logger": _QUIET}
+    def __init__(self, bootstrap: str, socket_timeout_ms: int | None = None, settings: dict[str, str] | None = None):
+        conf: dict[str, object] = {**(settings or {}), "bootstrap.servers": bootstrap, "logger": _QUIET}
         if socket_timeout_ms is not None:
             conf["socket.timeout.ms"] = socket_timeout_ms
         self._admin = AdminClient(conf)
@@ -44,18 +44,34 @@ class KafkaProbe:
         return every_partition_led(md.topics.get("__consumer_offsets"))
 
 
-def broker_serves(address: str, broker_id: int) -> bool:
+def broker_serves(address: str, broker_id: int, settings: dict[str, str] | None = None) -> bool:
     """True when the broker at ``address`` answers metadata within 3 s and lists itself (``broker_id``)."""
     try:
-        return broker_id in KafkaProbe(address, socket_timeout_ms=3000).broker_ids(timeout_s=3)
+        return broker_id in KafkaProbe(address, socket_timeout_ms=3000, settings=settings).broker_ids(timeout_s=3)
     except Exception:
         return False
 
 
-def produce_records(bootstrap: str, records: Iterable[tuple[str, bytes, bytes]], timeout_s: float = 180) -> int:
+def grant(bootstrap: str, settings: dict[str, str], acls: Iterable[tuple[str, str, str, tuple[str, ...]]],
+          timeout_s: float = 60) -> None:
+    """Create ALLOW ACLs ``(user, resource type, literal resource name, operations)`` for ``User:<user>`` on any host."""
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    admin = AdminClient({**settings, "bootstrap.servers": bootstrap, "logger": _QUIET})
+    types = {"cluster": ResourceType.BROKER, "topic": ResourceType.TOPIC, "group": ResourceType.GROUP,
+             "transactional_id": ResourceType.TRANSACTIONAL_ID}  # librdkafka calls the cluster resource BROKER
+    bindings = [AclBinding(types[kind], name, ResourcePatternType.LITERAL, f"User:{user}", "*",
+                           AclOperation[op], AclPermissionType.ALLOW)
+                for user, kind, name, ops in acls for op in ops]
+    for future in admin.create_acls(bindings, request_timeout=timeout_s).values():
+        future.result(timeout=timeout_s)
+
+
+def produce_records(bootstrap: str, records: Iterable[tuple[str, bytes, bytes]], timeout_s: float = 180,
+                    settings: dict[str, str] | None = None) -> int:
     """Write ``(topic, key, value)`` records (idempotent, acks=all); return how many are still unacknowledged
     ``timeout_s`` after the last one was queued."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "enable.idempotence": True,
+    producer = Producer({**(settings or {}), "bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "enable.idempotence": True,
                          "logger": _RDKAFKA_LOG})
     for i, (topic, key, value) in enumerate(records):
         producer.produce(topic, key=key, value=value)

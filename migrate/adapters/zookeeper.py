@@ -280,11 +280,19 @@ class ZooKeeper:
         except NoNodeError:
             return None
 
-    def write(self, path: str, data: bytes) -> None:
+    def write(self, path: str, data: bytes, acl: list[tuple[str, str, str]] | None = None) -> None:
+        """Set or create ``path``; a created node (and any missing parent) gets ``acl`` when given:
+        ``(scheme, id, permissions)`` entries such as ``("sasl", "kafka", "cdrwa")``, ``("world", "anyone", "r")``."""
         if self._zk.exists(path):
             self._zk.set(path, data)
-        else:
+        elif acl is None:
             self._zk.create(path, data, makepath=True)
+        else:
+            from kazoo.security import make_acl
+
+            made = [make_acl(scheme, ident, read="r" in p, write="w" in p, create="c" in p, delete="d" in p,
+                             admin="a" in p) for scheme, ident, p in acl]
+            self._zk.create(path, data, acl=made, makepath=True)
 
     def delete(self, path: str) -> None:
         try:

@@ -43,6 +43,10 @@ def up(
     zookeeper_port: int = typer.Option(2181, "--zookeeper-port", help="ZooKeeper client port on every node."),
     kafka_port: int = typer.Option(9092, "--kafka-port", help="Kafka listener port on every node."),
     chroot: str = typer.Option("", "--chroot", help="ZooKeeper chroot for Kafka, e.g. /kafka."),
+    security: str = typer.Option(
+        "plaintext", "--security",
+        help="plaintext, sasl_ssl (SCRAM-SHA-512 over TLS), mtls (client certificates) or sasl_plaintext: with "
+             "ACLs (AclAuthorizer) and a ZooKeeper with authentication; kmigrate sandbox env names the client files."),
     directory: Optional[Path] = DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -57,6 +61,7 @@ def up(
         zookeeper_client_port=zookeeper_port,
         kafka_port=kafka_port,
         chroot=chroot,
+        security=security.lower(),
     )
     sandbox = Sandbox(directory)
     started = time.monotonic()
@@ -75,7 +80,15 @@ def up(
 
 
 def _env_lines(sandbox: Sandbox) -> str:
-    return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in sandbox.env().items())
+    env = sandbox.env()
+    lines = [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
+    if "KMIGRATE_COMMAND_CONFIG" in env:
+        lines += [
+            "# Kafka: --command-config $KMIGRATE_COMMAND_CONFIG (user kmigrate), $KAFKA_ADMIN_COMMAND_CONFIG (super user admin),"
+            " $KAFKA_CLIENT_COMMAND_CONFIG (user client)",
+            "# ZooKeeper: digest authentication, super user and password (user:password) in $ZOOKEEPER_AUTH_FILE",
+        ]
+    return "\n".join(lines)
 
 
 def _print_status(sandbox: Sandbox) -> None:

@@ -26,7 +26,9 @@ from migrate.adapters import fourletter
 from migrate.adapters.jars import KAFKA_MAIN, ZOOKEEPER_MAIN, Distribution, cache_dir, ensure_distribution
 from migrate.errors import BadInput, StepFailed
 from migrate.runner.waiting import poll, wait_until
+from migrate.sandbox import security as sandbox_security
 from migrate.sandbox.layout import BrokerNode, SandboxSpec, ZkNode, log4j_properties, server_properties, zoo_cfg
+from migrate.sandbox.security import SandboxSecurity, write_private
 
 STATE_FILE = "state.json"
 STATE_VERSION = 1
@@ -53,11 +55,11 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
-def _zookeeper(hosts: str, timeout_s: float):
+def _zookeeper(hosts: str, timeout_s: float, auth: list[tuple[str, str]] | None = None):
     """A ZooKeeper session (``migrate.adapters.zookeeper``); BadInput when no server answers in time."""
     from migrate.adapters.zookeeper import ZooKeeper  # kazoo loads when a sandbox is asked, not at every start
 
-    return ZooKeeper.connect(hosts, timeout_s=timeout_s)
+    return ZooKeeper.connect(hosts, auth=auth, timeout_s=timeout_s)
 
 
 def fetch_jars():
@@ -172,6 +174,27 @@ class Sandbox:
         return self.nodes[name]
 
     @property
+    def security(self) -> SandboxSecurity | None:
+        """The users, certificates and stores of a secured sandbox (None when it is plaintext)."""
+        spec = self._require()
+        return sandbox_security.load(spec.security, self.dir / "security")
+
+    def kafka_settings(self, user: str = "admin") -> dict[str, str]:
+        """librdkafka settings for ``user`` on this sandbox (empty when it is plaintext)."""
+        sec = self.security
+        return sec.librdkafka(user) if sec else {}
+
+    def client_settings(self, bootstrap: str | None = None, user: str = "admin"):
+        """``ClientSettings`` of ``user`` on this sandbox's brokers (all of them unless ``bootstrap``)."""
+        from migrate.core.clientconfig import ClientSettings
+
+        return ClientSettings(bootstrap or self.bootstrap_servers(), self.kafka_settings(user))
+
+    def _zookeeper_auth(self) -> list[tuple[str, str]] | None:
+        sec = self.security
+        return sec.zookeeper_auth() if sec else None
+
+    @property
     def dist(self) -> Distribution:
         if self._dist is None:
             self._dist = ensure_distribution()
@@ -241,6 +264,9 @@ class Sandbox:
         self.dir.mkdir(parents=True)
         self.spec = spec
         self.nodes = {}
+        if spec.security != "plaintext":
+            os.chmod(self.dir, 0o700)  # node dirs hold server.properties and zoo.cfg with secrets
+            sandbox_security.create(spec.security, self.dir / "security", [(b.id, b.host) for b in spec.brokers])
         for z in spec.zookeepers:
             self.nodes[z.name] = NodeState("zookeeper", z.id, z.host, str(self.dir / z.name), spare=z.joiner)
         for b in spec.brokers:
@@ -259,10 +285,16 @@ class Sandbox:
             old = [b for b in spec.brokers if not b.spare]
             if not old:  # a ZooKeeper-only sandbox
                 return
+            if self.security is not None:
+                progress("writing the Kafka users into ZooKeeper")
+                self._seed_zookeeper(self.security)
             progress(f"starting brokers {[b.id for b in old]}")
             for b in old:
                 self._start_broker(b, spec.zookeeper_connect())
             self.wait_brokers([b.name for b in old], timeout_s=180)
+            if self.security is not None:
+                progress("granting the Kafka users' ACLs")
+                self._grant_acls()
             self._create_offsets_topic()
             spares = [b for b in spec.brokers if b.spare]
             if spares:
@@ -284,6 +316,34 @@ class Sandbox:
                     f"{host}:{port} is in use: stop what listens there, or pick other ports "
                     "(--kafka-port, --zookeeper-port) or addresses (--ip-prefix)"
                 )
+
+    def _seed_zookeeper(self, sec: SandboxSecurity) -> None:
+        """Write the SCRAM credentials of the Kafka users (``<chroot>/config/users/<user>``, as Kafka's
+        ConfigCommand does) before any broker starts, with the ACLs brokers with ``zookeeper.set.acl``
+        give them: only the brokers' ZooKeeper user may touch them."""
+        from migrate.sandbox.security import MECHANISM, USERS, ZK_BROKER_USER, scram_credential, uses_sasl
+
+        spec = self._require()
+        owner = [("sasl", ZK_BROKER_USER, "cdrwa")]
+        readable = owner + [("world", "anyone", "r")]
+        hosts = ",".join(f"{z.host}:{z.client_port}" for z in spec.voters())
+        with _zookeeper(hosts, timeout_s=30, auth=sec.zookeeper_auth()) as zk:
+            if spec.chroot:
+                zk.write(spec.chroot, b"", acl=readable)
+            zk.write(f"{spec.chroot}/config", b"", acl=readable)
+            if not uses_sasl(spec.security):
+                return
+            zk.write(f"{spec.chroot}/config/users", b"", acl=owner)
+            for user in USERS:
+                credential = scram_credential(sec.password(user), os.urandom(32))
+                data = json.dumps({"version": 1, "config": {MECHANISM: credential}}).encode()
+                zk.write(f"{spec.chroot}/config/users/{user}", data, acl=owner)
+
+    def _grant_acls(self) -> None:
+        from migrate.adapters.local_cluster import grant
+        from migrate.sandbox.security import KMIGRATE_ACLS
+
+        grant(self._require().bootstrap_servers(spare=False), self.kafka_settings("admin"), KMIGRATE_ACLS)
 
     def committed_zookeeper_config(self) -> str:
         """The committed dynamic config (``server.N=...`` lines and ``version=``) read from a running voter."""
@@ -307,7 +367,12 @@ class Sandbox:
         (home / "data").mkdir(parents=True, exist_ok=True)
         (home / "data" / "myid").write_text(f"{z.id}\n")
         (home / "zoo.cfg.dynamic").write_text(dynamic)
-        (home / "zoo.cfg").write_text(zoo_cfg(str(home / "data"), str(home / "zoo.cfg.dynamic")))
+        sec = self.security
+        cfg = zoo_cfg(str(home / "data"), str(home / "zoo.cfg.dynamic"), sec.zoo_cfg_lines() if sec else None)
+        if sec is not None:
+            write_private(home / "zoo.cfg", cfg)  # the super user's digest
+        else:
+            (home / "zoo.cfg").write_text(cfg)
         (home / "log4j.properties").write_text(log4j_properties(str(home / "zookeeper.log")))
         self._launch_zookeeper(node, spec, dist)
 
@@ -317,6 +382,7 @@ class Sandbox:
             f"-Xmx{spec.zookeeper_heap_mb}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             "-XX:+ExitOnOutOfMemoryError", f"-Dlog4j.configuration=file:{home / 'log4j.properties'}",
             f"-Dzookeeper.log.dir={home}", "-Dzookeeper.jmx.log4j.disable=true",
+            *(self.security.zookeeper_jvm_options() if self.security else []),
         ]
         self._spawn(node, dist.java_command(ZOOKEEPER_MAIN, [str(home / "zoo.cfg")], opts))
 
@@ -326,8 +392,10 @@ class Sandbox:
         home = Path(node.dir)
         (home / "data").mkdir(parents=True, exist_ok=True)
         props = server_properties(spec, b, str(home / "data"), zookeeper_connect)
-        with open(home / "server.properties", "w") as f:
-            javaproperties.dump(props, f, timestamp=False, sort_keys=True)
+        if self.security is not None:
+            props.update(self.security.broker_properties(b.id, b.address))
+            props.update(spec.kafka_settings)
+        write_private(home / "server.properties", javaproperties.dumps(props, timestamp=False, sort_keys=True))
         (home / "log4j.properties").write_text(log4j_properties(str(home / "server.log")))
         self._launch_broker(node, spec, self.dist)
 
@@ -337,6 +405,7 @@ class Sandbox:
             f"-Xmx{spec.kafka_heap_mb}m", f"-Xms{spec.kafka_heap_mb}m", "-XX:+UseSerialGC",
             "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
             f"-Dlog4j.configuration=file:{home / 'log4j.properties'}", f"-Dkafka.logs.dir={home}",
+            *(self.security.broker_jvm_options() if self.security else []),
         ]
         self._spawn(node, dist.java_command(KAFKA_MAIN, [str(home / "server.properties")], opts))
 
@@ -376,6 +445,7 @@ class Sandbox:
 
         spec = self._require()
         pending = list(names)
+        settings = self.kafka_settings()
         with _zookeeper(self.zookeeper_connect(chroot=True), timeout_s=30) as zk:
 
             def all_ready() -> bool:
@@ -384,7 +454,7 @@ class Sandbox:
                     if not self.is_alive(name):
                         raise StepFailed(f"{name} exited while starting: see {node.dir}/server.log")
                     if str(node.id) in (zk.children("/brokers/ids") or []) and \
-                            broker_serves(f"{node.host}:{spec.kafka_port}", node.id):
+                            broker_serves(f"{node.host}:{spec.kafka_port}", node.id, settings):
                         pending.remove(name)
                 return not pending
 
@@ -396,10 +466,11 @@ class Sandbox:
         """Wait until the cluster is healthy for 3 checks in a row (``migrate.runner.health``: no under-replicated
         or offline partition, every broker hosting a replica registered, the controller known): the gate
         between two brokers of a rolling restart. StepFailed naming what is still wrong at the timeout."""
-        from migrate.files import client_settings
+        from migrate.core.clientconfig import check_bootstrap
         from migrate.runner.health import cluster_reader, require_healthy
 
-        read = cluster_reader(client_settings(bootstrap or self.bootstrap_servers()))
+        check_bootstrap(bootstrap or self.bootstrap_servers())
+        read = cluster_reader(self.client_settings(bootstrap))
         require_healthy(read, timeout_s=timeout_s, interval_s=1.0, check_count=3,
                         on_check=lambda c: progress(f"health check {c.number}: {c.health.summary()}"))
 
@@ -414,7 +485,7 @@ class Sandbox:
         """Have the old brokers create ``__consumer_offsets`` now, before spares start (spares hold no partitions)."""
         from migrate.adapters.local_cluster import KafkaProbe
 
-        probe = KafkaProbe(self._require().bootstrap_servers(spare=False))
+        probe = KafkaProbe(self._require().bootstrap_servers(spare=False), settings=self.kafka_settings())
         wait_until(probe.offsets_topic_led, timeout_s=timeout_s, interval_s=0.5, what="__consumer_offsets",
                    on_timeout=lambda: StepFailed("__consumer_offsets was not created in time: see the brokers' server.log"))
 
@@ -430,12 +501,19 @@ class Sandbox:
 
     def env(self) -> dict[str, str]:
         spec = self._require()
-        return {
+        env = {
             "KAFKA_BOOTSTRAP_SERVERS": spec.bootstrap_servers(spare=False),
             "KAFKA_NEW_BOOTSTRAP_SERVERS": spec.bootstrap_servers(spare=True),
             "ZOOKEEPER_CONNECT": spec.zookeeper_connect(),
             "KMIGRATE_SANDBOX_DIR": str(self.dir),
         }
+        sec = self.security
+        if sec is not None:  # paths only: the files hold the secrets (mode 0600)
+            env["KMIGRATE_COMMAND_CONFIG"] = str(sec.properties_file("kmigrate"))
+            env["KAFKA_ADMIN_COMMAND_CONFIG"] = str(sec.properties_file("admin"))
+            env["KAFKA_CLIENT_COMMAND_CONFIG"] = str(sec.properties_file("client"))
+            env["ZOOKEEPER_AUTH_FILE"] = str(sec.zookeeper_auth_file)
+        return env
 
     # ----------------------------------------------------------------- status
     def status(self) -> list[dict]:

@@ -80,6 +80,7 @@ class SandboxSpec:
     zookeeper_heap_mb: int = 96
     kafka_heap_mb: int = 320
     kafka_settings: dict[str, str] = field(default_factory=dict)  # extra server.properties
+    security: str = "plaintext"  # plaintext | sasl_plaintext | sasl_ssl | mtls (migrate.sandbox.security)
 
     def __post_init__(self) -> None:
         zk = self.zookeeper_ids + self.spare_zookeeper_ids
@@ -104,6 +105,8 @@ class SandboxSpec:
         parts = self.ip_prefix.split(".")
         if len(parts) != 3 or parts[0] != "127" or not all(p.isdigit() and 0 <= int(p) <= 255 for p in parts):
             raise BadInput(f"--ip-prefix {self.ip_prefix!r} must be three octets of the loopback range, like 127.0.0")
+        if self.security not in ("plaintext", "sasl_plaintext", "sasl_ssl", "mtls"):
+            raise BadInput(f"--security {self.security!r}: choose one of plaintext, sasl_plaintext, sasl_ssl, mtls")
         if self.chroot and (not self.chroot.startswith("/") or self.chroot.endswith("/")):
             raise BadInput(f"--chroot {self.chroot!r} must start with / and not end with /, like /kafka")
 
@@ -147,10 +150,12 @@ class SandboxSpec:
         return ",".join(b.address for b in self.brokers if spare is None or b.spare == spare)
 
 
-def zoo_cfg(data_dir: str, dynamic_file: str) -> str:
-    """The static zoo.cfg of a sandbox server: reconfig on, no standalone, 4lw words, no admin server."""
-    return "\n".join(
-        [
+def zoo_cfg(data_dir: str, dynamic_file: str, secured: list[str] | None = None) -> str:
+    """The static zoo.cfg of a sandbox server: reconfig on, no standalone, 4lw words, no admin server.
+
+    ``secured``: the lines of a secured sandbox (``SandboxSecurity.zoo_cfg_lines``), which replace
+    ``skipACL=yes``: ACLs are enforced and reconfig needs the super user."""
+    lines = [
             "tickTime=1000",
             "initLimit=10",
             "syncLimit=5",
@@ -160,11 +165,11 @@ def zoo_cfg(data_dir: str, dynamic_file: str) -> str:
             f"dynamicConfigFile={dynamic_file}",
             "4lw.commands.whitelist=srvr,mntr,conf,stat,ruok,cons,wchs",
             "admin.enableServer=false",
-            "skipACL=yes",
+            *(secured if secured is not None else ["skipACL=yes"]),
             "maxClientCnxns=0",
             "",
-        ]
-    )
+    ]
+    return "\n".join(lines)
 
 
 def server_properties(spec: SandboxSpec, broker: BrokerNode, log_dir: str, zookeeper_connect: str) -> dict[str, str]:

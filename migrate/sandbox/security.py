@@ -1,0 +1,321 @@
+"""The security of a secured sandbox (``kmigrate sandbox up --security sasl_ssl|mtls|sasl_plaintext``).
+
+What a secured sandbox runs, as a production cluster would:
+
+1. A throwaway certificate authority and one certificate per broker (subject ``CN=broker``, subject
+   alternative name = the broker's loopback address), made with ``cryptography``. Brokers read a PKCS12
+   keystore and a JKS truststore (written with ``pyjks``: Java ignores certificates without a key in a
+   PKCS12 file that carries no Java trust attribute). The CA's key is never written: spares get their
+   certificates at ``up`` too.
+2. Three Kafka users: ``admin`` (a super user, also the brokers' own inter-broker identity), ``kmigrate``
+   (the ACLs of :data:`KMIGRATE_ACLS`) and ``client`` (produce and consume). With SASL they are
+   SCRAM-SHA-512 credentials written into ZooKeeper before any broker starts; with mTLS they are client
+   certificates (``CN=<user>``, mapped to ``User:<user>`` by ``ssl.principal.mapping.rules``).
+3. ``AclAuthorizer`` with ``allow.everyone.if.no.acl.found=false``; inter-broker traffic uses the
+   secured listener.
+4. ZooKeeper with SASL DIGEST-MD5 for the brokers (JAAS ``Server`` section; the brokers log in with a
+   ``Client`` section as ``kafka``), ``zookeeper.set.acl=true`` on the brokers, a digest super user
+   (``super``, ``DigestAuthenticationProvider.superDigest`` in zoo.cfg, not on a command line) and no
+   ``skipACL``: reconfig needs the super user.
+
+Every password, key and file holding one is mode 0600 in ``<sandbox>/security`` (mode 0700), and no
+secret is ever passed on a command line: the JVMs get only file paths.
+
+Files for operators (``kmigrate sandbox env``): ``kmigrate.properties``, ``admin.properties`` and
+``client.properties`` as Kafka's own tools take them (``--command-config``: JKS stores with their
+passwords), and ``zookeeper-super.auth`` (``super:<password>``, ZooKeeper digest authentication).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import hashlib
+import hmac
+import ipaddress
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+import javaproperties
+
+from migrate.errors import BadInput
+
+SECURITY_CHOICES = ("plaintext", "sasl_plaintext", "sasl_ssl", "mtls")
+_PROTOCOL = {"plaintext": "PLAINTEXT", "sasl_plaintext": "SASL_PLAINTEXT", "sasl_ssl": "SASL_SSL", "mtls": "SSL"}
+MECHANISM = "SCRAM-SHA-512"
+SCRAM_ITERATIONS = 4096
+USERS = ("admin", "kmigrate", "client")
+ZK_BROKER_USER = "kafka"
+ZK_SUPER_USER = "super"
+SECRETS_FILE = "secrets.json"
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+# The Kafka ACLs the sandbox grants: (principal, resource type, resource name, operations).
+# kmigrate's list is explicit and generous for now; the README's per-command list is the reference.
+KMIGRATE_ACLS = (
+    ("kmigrate", "cluster", "kafka-cluster",
+     ("DESCRIBE", "DESCRIBE_CONFIGS", "ALTER", "ALTER_CONFIGS", "CREATE", "IDEMPOTENT_WRITE")),
+    ("kmigrate", "topic", "*", ("DESCRIBE", "DESCRIBE_CONFIGS", "ALTER", "ALTER_CONFIGS", "CREATE", "DELETE",
+                                "READ", "WRITE")),
+    ("kmigrate", "group", "*", ("DESCRIBE", "READ", "DELETE")),
+    ("client", "topic", "*", ("DESCRIBE", "CREATE", "READ", "WRITE")),
+    ("client", "group", "*", ("DESCRIBE", "READ")),
+    ("client", "cluster", "kafka-cluster", ("IDEMPOTENT_WRITE",)),
+)
+
+
+def check_security(security: str) -> None:
+    if security not in SECURITY_CHOICES:
+        raise BadInput(f"--security {security!r}: choose one of {', '.join(SECURITY_CHOICES)}")
+
+
+def protocol(security: str) -> str:
+    """Kafka's ``security.protocol`` of a sandbox security mode (``mtls`` -> ``SSL``)."""
+    return _PROTOCOL[security]
+
+
+def uses_sasl(security: str) -> bool:
+    return security in ("sasl_plaintext", "sasl_ssl")
+
+
+def uses_tls(security: str) -> bool:
+    return security in ("sasl_ssl", "mtls")
+
+
+def scram_credential(password: str, salt: bytes, iterations: int = SCRAM_ITERATIONS) -> str:
+    """Kafka's stored SCRAM-SHA-512 credential (``salt=..,stored_key=..,server_key=..,iterations=..``, RFC 5802)."""
+    salted = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", hashlib.sha512).digest()
+    stored_key = hashlib.sha512(client_key).digest()
+    server_key = hmac.new(salted, b"Server Key", hashlib.sha512).digest()
+    b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
+    return f"salt={b64(salt)},stored_key={b64(stored_key)},server_key={b64(server_key)},iterations={iterations}"
+
+
+def zookeeper_digest(user: str, password: str) -> str:
+    """ZooKeeper's digest of ``user:password`` (``user:base64(sha1(user:password))``)."""
+    return f"{user}:" + base64.b64encode(hashlib.sha1(f"{user}:{password}".encode()).digest()).decode()
+
+
+def jaas_line(user: str, password: str) -> str:
+    return f'{SCRAM_MODULE} required username="{user}" password="{password}";'
+
+
+def write_private(path: Path, data: str | bytes) -> None:
+    """Write ``path`` with mode 0600 from its creation on (never readable by others, not even briefly)."""
+    raw = data.encode() if isinstance(data, str) else data
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(raw)
+    os.chmod(path, 0o600)
+
+
+def _properties_text(props: dict[str, str]) -> str:
+    return javaproperties.dumps(props, timestamp=False, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class SandboxSecurity:
+    """The security material of a sandbox in ``<sandbox>/security`` (made by :func:`create`)."""
+
+    security: str
+    dir: Path
+
+    @property
+    def secrets(self) -> dict[str, str]:
+        return json.loads((self.dir / SECRETS_FILE).read_text())
+
+    def password(self, user: str) -> str:
+        return self.secrets[user]
+
+    # ---------------------------------------------------------------- files
+    def properties_file(self, user: str) -> Path:
+        """The ``--command-config`` file of a Kafka user, as Kafka's tools take it."""
+        return self.dir / f"{user}.properties"
+
+    @property
+    def zookeeper_auth_file(self) -> Path:
+        return self.dir / "zookeeper-super.auth"
+
+    @property
+    def zookeeper_jaas(self) -> Path:
+        return self.dir / "zookeeper-jaas.conf"
+
+    @property
+    def broker_zookeeper_jaas(self) -> Path:
+        return self.dir / "kafka-zookeeper-jaas.conf"
+
+    def zookeeper_auth(self) -> list[tuple[str, str]]:
+        """kazoo auth data of ZooKeeper's super user."""
+        return [("digest", f"{ZK_SUPER_USER}:{self.password('zk_super')}")]
+
+    # --------------------------------------------------------- server side
+    def zoo_cfg_lines(self) -> list[str]:
+        """zoo.cfg lines (instead of ``skipACL=yes``): SASL for brokers, a digest super user.
+
+        Unknown zoo.cfg keys become ``zookeeper.``-prefixed system properties, so the super digest
+        stays off the command line."""
+        return [
+            "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+            f"DigestAuthenticationProvider.superDigest={zookeeper_digest(ZK_SUPER_USER, self.password('zk_super'))}",
+        ]
+
+    def zookeeper_jvm_options(self) -> list[str]:
+        return [f"-Djava.security.auth.login.config={self.zookeeper_jaas}"]
+
+    def broker_jvm_options(self) -> list[str]:
+        return [f"-Djava.security.auth.login.config={self.broker_zookeeper_jaas}"]
+
+    def broker_properties(self, broker_id: int, address: str) -> dict[str, str]:
+        """The security part of a broker's server.properties (the file is written 0600)."""
+        proto = protocol(self.security)
+        props = {
+            "listeners": f"{proto}://{address}",
+            "advertised.listeners": f"{proto}://{address}",
+            "security.inter.broker.protocol": proto,
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "allow.everyone.if.no.acl.found": "false",
+            "super.users": "User:admin;User:broker",
+            "zookeeper.set.acl": "true",
+        }
+        if uses_sasl(self.security):
+            listener = proto.lower()
+            props.update({
+                "sasl.enabled.mechanisms": MECHANISM,
+                "sasl.mechanism.inter.broker.protocol": MECHANISM,
+                f"listener.name.{listener}.{MECHANISM.lower()}.sasl.jaas.config": jaas_line("admin", self.password("admin")),
+            })
+        if uses_tls(self.security):
+            store = self.password("store")
+            props.update({
+                "ssl.keystore.location": str(self.dir / f"kafka-{broker_id}.keystore.p12"),
+                "ssl.keystore.type": "PKCS12",
+                "ssl.keystore.password": store,
+                "ssl.key.password": store,
+                "ssl.truststore.location": str(self.dir / "truststore.jks"),
+                "ssl.truststore.type": "JKS",
+                "ssl.truststore.password": store,
+            })
+        if self.security == "mtls":
+            props.update({
+                "ssl.client.auth": "required",
+                "ssl.principal.mapping.rules": "RULE:^CN=([^,]+)$/$1/,DEFAULT",
+            })
+        return props
+
+    # --------------------------------------------------------- client side
+    def client_properties(self, user: str) -> dict[str, str]:
+        """A Java client's properties for ``user`` (JKS stores, as an operator's client.properties)."""
+        props = {"security.protocol": protocol(self.security)}
+        if uses_sasl(self.security):
+            props["sasl.mechanism"] = MECHANISM
+            props["sasl.jaas.config"] = jaas_line(user, self.password(user))
+        if uses_tls(self.security):
+            store = self.password("store")
+            props.update({"ssl.truststore.location": str(self.dir / "truststore.jks"), "ssl.truststore.type": "JKS",
+                          "ssl.truststore.password": store})
+        if self.security == "mtls":
+            store = self.password("store")
+            props.update({"ssl.keystore.location": str(self.dir / f"{user}.keystore.jks"), "ssl.keystore.type": "JKS",
+                          "ssl.keystore.password": store, "ssl.key.password": store})
+        return props
+
+    def librdkafka(self, user: str = "admin") -> dict[str, str]:
+        """librdkafka settings of ``user`` (PEM files): the sandbox's own probes and record writers."""
+        conf = {"security.protocol": protocol(self.security)}
+        if uses_sasl(self.security):
+            conf.update({"sasl.mechanisms": MECHANISM, "sasl.username": user, "sasl.password": self.password(user)})
+        if uses_tls(self.security):
+            conf["ssl.ca.location"] = str(self.dir / "ca.pem")
+        if self.security == "mtls":
+            conf["ssl.certificate.location"] = str(self.dir / f"{user}.cert.pem")
+            conf["ssl.key.location"] = str(self.dir / f"{user}.key.pem")
+        return conf
+
+    def secret_values(self) -> list[str]:
+        """Every password and private key (PEM body lines) of this sandbox: what must never leak."""
+        values = list(self.secrets.values())
+        for pem in sorted(self.dir.glob("*.key.pem")):
+            values += [ln for ln in pem.read_text().splitlines() if ln and not ln.startswith("-----")]
+        return values
+
+
+def create(security: str, directory: Path, brokers: list[tuple[int, str]]) -> SandboxSecurity:
+    """Make every file of a secured sandbox in ``directory`` for ``brokers`` (id, host)."""
+    check_security(security)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(directory, 0o700)
+    passwords = {u: secrets.token_urlsafe(18) for u in (*USERS, "store", "zk_kafka", "zk_super")}
+    write_private(directory / SECRETS_FILE, json.dumps(passwords, indent=2, sort_keys=True))
+    sec = SandboxSecurity(security, directory)
+    write_private(sec.zookeeper_auth_file, f"{ZK_SUPER_USER}:{passwords['zk_super']}\n")
+    write_private(sec.zookeeper_jaas, "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
+                                      f'  user_{ZK_BROKER_USER}="{passwords["zk_kafka"]}";\n}};\n')
+    write_private(sec.broker_zookeeper_jaas, "Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
+                                             f'  username="{ZK_BROKER_USER}"\n  password="{passwords["zk_kafka"]}";\n}};\n')
+    if uses_tls(security):
+        _write_certificates(sec, brokers, passwords["store"])
+    for user in USERS:
+        write_private(sec.properties_file(user), _properties_text(sec.client_properties(user)))
+    return sec
+
+
+def _write_certificates(sec: SandboxSecurity, brokers: list[tuple[int, str]], store_password: str) -> None:
+    import jks
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import pkcs12
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kmigrate sandbox CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+          .not_valid_after(now + datetime.timedelta(days=30))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+
+    def issue(common_name: str, host: str | None):
+        key = ec.generate_private_key(ec.SECP256R1())
+        builder = (x509.CertificateBuilder()
+                   .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+                   .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=30))
+                   .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True))
+        if host is not None:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host)), x509.DNSName("localhost")]),
+                critical=False)
+        return key, builder.sign(ca_key, hashes.SHA256())
+
+    der = lambda c: c.public_bytes(serialization.Encoding.DER)  # noqa: E731
+    (sec.dir / "ca.pem").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    trust = jks.KeyStore.new("jks", [jks.TrustedCertEntry.new("kmigrate-sandbox-ca", der(ca))])
+    write_private(sec.dir / "truststore.jks", trust.saves(store_password))
+    encryption = serialization.BestAvailableEncryption(store_password.encode())
+    for broker_id, host in brokers:
+        key, cert = issue("broker", host)
+        write_private(sec.dir / f"kafka-{broker_id}.keystore.p12",
+                      pkcs12.serialize_key_and_certificates(b"broker", key, cert, [ca], encryption))
+    if sec.security != "mtls":
+        return
+    for user in USERS:
+        key, cert = issue(user, None)
+        pkcs8 = key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption())
+        store = jks.KeyStore.new("jks", [jks.PrivateKeyEntry.new(user, [der(cert), der(ca)], pkcs8, "pkcs8")])
+        write_private(sec.dir / f"{user}.keystore.jks", store.saves(store_password))
+        write_private(sec.dir / f"{user}.key.pem", key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+        (sec.dir / f"{user}.cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+
+def load(security: str, directory: Path) -> SandboxSecurity | None:
+    """The security of an existing sandbox (None for a plaintext one)."""
+    return None if security == "plaintext" else SandboxSecurity(security, directory)
