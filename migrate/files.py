@@ -7,6 +7,7 @@ unreadable file into a one-line :class:`BadInput` that names it.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -77,26 +78,26 @@ def load_playbook(path: str | os.PathLike[str]) -> Playbook:
     return replace(playbook, kafka=kafka)
 
 
+def read_text(path: str | os.PathLike[str], label: str, hint: str = "") -> str:
+    """A UTF-8 file's text; a missing or unreadable one is a one-line BadInput that begins with ``label``."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"{label}: no such file" + (f" ({hint})" if hint else "")) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{label}: cannot read it ({exc})") from None
+
+
 def load_plan(path: str | os.PathLike[str]) -> "Plan":
     """Read a plan written by ``kmigrate plan`` (``--plan``); BadInput when it is missing or unreadable."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"--plan {path}: no such file (write one with kmigrate plan)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"--plan {path}: cannot read it ({exc})") from None
+    text = read_text(path, f"--plan {path}", "write one with kmigrate plan")
     return plan_from_json(text, str(path))
 
 
 def read_snapshot(path: str | Path) -> Snapshot:
     """Read a snapshot file (BadInput when missing, unreadable or not ours)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"snapshot {p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"snapshot {p}: cannot read it ({exc})") from None
+    text = read_text(p, f"snapshot {p}")
     return snapshot_from_json(text, f"snapshot {p}")
 
 
@@ -121,3 +122,23 @@ def write_whole(path: Path, text: str, what: str, option: str) -> None:
 def write_snapshot(snapshot: Snapshot, path: Path) -> None:
     """Write the snapshot to ``path`` whole (a temporary file renamed over it)."""
     write_whole(path, snapshot.to_json(), "the snapshot", "--out")
+
+
+def read_mirror_configs(paths: list[Path]) -> tuple[list[tuple[str, dict[str, str]]], list[tuple[str, object]]]:
+    """The files of ``kmigrate mirror lint``: (mm2.properties files as Java properties, connector JSON
+    documents), each with its name. A file whose text starts with ``{`` or ``[`` is JSON."""
+    properties: list[tuple[str, dict[str, str]]] = []
+    documents: list[tuple[str, object]] = []
+    for path in paths:
+        text = read_text(path, str(path), "give an mm2.properties or connector JSON file")
+        if text.lstrip()[:1] in ("{", "["):
+            try:
+                documents.append((str(path), json.loads(text)))
+            except ValueError as exc:
+                raise BadInput(f"{path}: not valid JSON ({exc}): fix the connector config") from None
+            continue
+        try:
+            properties.append((str(path), dict(javaproperties.loads(text))))
+        except ValueError as exc:
+            raise BadInput(f"{path}: cannot read it as Java properties ({exc})") from None
+    return properties, documents

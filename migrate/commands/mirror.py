@@ -5,6 +5,7 @@
     kmigrate mirror start --source-bootstrap A --target-bootstrap B [--state-dir D]   # creates the topics first
     kmigrate mirror status [--state-dir D] [--wait]
     kmigrate mirror stop [--state-dir D]
+    kmigrate mirror lint FILE... [-O json]   # an mm2.properties or connector JSONs: exit 1 with findings
 
 Exit 0 on success, 1 when a step failed (or status --wait timed out), 2 for bad input (nothing changed).
 """
@@ -18,6 +19,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from migrate.commands import mirror_lint
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console
 from migrate.core.units import parse_duration
 from migrate.errors import EXIT_FAILURE, BadInput
@@ -50,6 +52,9 @@ def _state_dir(state_dir: Optional[Path]) -> Path:
     from migrate.runner.mirror import default_state_dir
 
     return (state_dir or default_state_dir()).expanduser().resolve()
+
+
+app.command("lint")(mirror_lint.lint)
 
 
 @app.command("plan")
