@@ -39,10 +39,56 @@ def load_command_config(path: str | Path | None) -> dict[str, str]:
 
 def client_settings(bootstrap_servers: str | None, command_config: str | Path | None = None,
                     extra: dict[str, str] | None = None) -> ClientSettings:
-    """The client settings of ``--bootstrap-server`` and the ``--command-config`` file (and playbook extras)."""
+    """The client settings of ``--bootstrap-server`` and the ``--command-config`` file (and playbook extras),
+    with the key and trust stores they name opened in memory (:func:`open_stores`)."""
     check_bootstrap(bootstrap_servers)
     props = load_command_config(command_config)
-    return _client_settings(bootstrap_servers, props, extra, f"--command-config {command_config}")
+    source = f"--command-config {command_config}" if command_config else "playbook kafka.client"
+    pem = open_stores({**(extra or {}), **props}, source)
+    return _client_settings(bootstrap_servers, props, extra, source, pem)
+
+
+def _store_bytes(props: dict[str, str], setting: str, source: str) -> bytes:
+    path = Path(os.path.expanduser(props[setting]))
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(f"{source}: {setting} {path}: no such file") from None
+    except OSError as exc:
+        raise BadInput(f"{source}: {setting} {path}: cannot read it ({exc.strerror})") from None
+
+
+def open_stores(props: dict[str, str], source: str) -> dict[str, str]:
+    """The trust and key stores named by Java client properties, opened in memory: ``ssl.ca.pem``,
+    ``ssl.certificate.pem`` and ``ssl.key.pem`` for librdkafka (``migrate.core.keystores``). JKS,
+    PKCS12 and PEM stores, from files (``*.location``) or inline (``ssl.truststore.certificates``,
+    ``ssl.keystore.key`` with ``ssl.keystore.certificate.chain``). Nothing is written anywhere."""
+    from migrate.core import keystores
+
+    pem: dict[str, str] = {}
+    try:
+        if "ssl.truststore.certificates" in props:
+            pem["ssl.ca.pem"] = keystores.truststore_pem(props["ssl.truststore.certificates"].encode(), None,
+                                                         "ssl.truststore.certificates")
+        elif "ssl.truststore.location" in props:
+            pem["ssl.ca.pem"] = keystores.truststore_pem(_store_bytes(props, "ssl.truststore.location", source),
+                                                         props.get("ssl.truststore.password"))
+        material = None
+        if "ssl.keystore.key" in props:
+            material = keystores.pem_key_material(props["ssl.keystore.key"],
+                                                  props.get("ssl.keystore.certificate.chain", ""),
+                                                  props.get("ssl.key.password"))
+        elif "ssl.keystore.location" in props:
+            material = keystores.keystore_material(_store_bytes(props, "ssl.keystore.location", source),
+                                                   props.get("ssl.keystore.password"), props.get("ssl.key.password"))
+    except BadInput as exc:
+        if str(exc).startswith(source):
+            raise
+        raise BadInput(f"{source}: {exc}") from None
+    if material is not None:
+        pem["ssl.certificate.pem"] = material.certificate_pem
+        pem["ssl.key.pem"] = material.key_pem
+    return pem
 
 
 def load_playbook(path: str | os.PathLike[str]) -> Playbook:

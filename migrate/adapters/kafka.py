@@ -6,6 +6,11 @@ Every call has a timeout; an unreachable cluster is a ``BadInput`` with the addr
 from __future__ import annotations
 
 import logging
+import os
+import ssl
+import tempfile
+from contextlib import contextmanager
+from typing import Iterator
 
 from confluent_kafka.admin import AdminClient, ConfigResource
 
@@ -27,6 +32,53 @@ _LIBRDKAFKA_LOG = logging.getLogger("kmigrate.librdkafka")
 # throttle record acknowledged, not in the log); reported for Go as confluent-kafka-go issue 921.
 # With one in flight, a later request waits unsent and is taken back when an earlier one fails.
 TRUSTED_PRODUCER = {"acks": "all", "enable.idempotence": True, "max.in.flight.requests.per.connection": 1}
+
+
+@contextmanager
+def _private_file(text: str) -> Iterator[str]:
+    """A path whose content is ``text`` for the time of the ``with``: an anonymous memory file on Linux
+    (never on disk), elsewhere a temporary file of mode 0600 removed on leaving (error and Ctrl-C too)."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("kmigrate-client-key", os.MFD_CLOEXEC)
+        try:
+            os.write(fd, text.encode())
+            yield f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    fd, path = tempfile.mkstemp(prefix="kmigrate-client-key-", suffix=".pem")  # mode 0600
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        yield path
+    finally:
+        os.unlink(path)
+
+
+def ssl_context(settings: ClientSettings) -> ssl.SSLContext:
+    """The TLS context of ``settings`` for kafka-python, which cannot take PEM text: CA certificates are
+    loaded from memory; the key and its chain through :func:`_private_file`, gone once loaded."""
+    ca, chain, key = settings.tls_pem()
+    s = settings.settings
+    ctx = ssl.create_default_context(cadata=ca) if ca else ssl.create_default_context(cafile=s.get("ssl.ca.location"))
+    ctx.check_hostname = settings.check_hostname
+    if s.get("enable.ssl.certificate.verification", "true").lower() == "false":
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if chain and key:
+        with _private_file(key + chain) as path:
+            ctx.load_cert_chain(path)
+    elif "ssl.certificate.location" in s:
+        ctx.load_cert_chain(s["ssl.certificate.location"], s.get("ssl.key.location"), s.get("ssl.key.password"))
+    return ctx
+
+
+def kafka_python_config(settings: ClientSettings, **extra: object) -> dict[str, object]:
+    """kafka-python keyword arguments of ``settings``, with an ``ssl_context`` when its TLS material is in memory."""
+    kw = settings.kafka_python(**extra)
+    if any(settings.tls_pem()):
+        kw["ssl_context"] = ssl_context(settings)
+    return kw
 
 
 def admin_client(settings: ClientSettings, timeout_s: float = 10.0) -> AdminClient:
@@ -134,8 +186,8 @@ class ReassignmentAdmin:
             from kafka.admin import KafkaAdminClient
 
             try:
-                self._kp = KafkaAdminClient(**self.settings.kafka_python(
-                    request_timeout_ms=int(self.timeout_s * 1000), client_id="kmigrate"))
+                self._kp = KafkaAdminClient(**kafka_python_config(
+                    self.settings, request_timeout_ms=int(self.timeout_s * 1000), client_id="kmigrate"))
             except Exception as exc:
                 raise BadInput(f"cannot reach Kafka at {self.settings.bootstrap_servers} with kafka-python ({exc}): "
                                "check --bootstrap-server and --command-config") from None

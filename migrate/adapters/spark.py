@@ -38,6 +38,7 @@ KAFKA_SOURCE_ARTIFACT = "spark-sql-kafka-0-10"
 # Spark major version -> the oldest Java major it runs on.
 _MIN_JAVA = {3: 8, 4: 17}
 
+_SECRET_WORDS = r"secret|password|token|access[.]?key|jaas|keystore\.key|key\.pem"
 # Settings that keep Spark light on a small machine; the caller's --spark-conf wins.
 DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -55,6 +56,10 @@ DEFAULT_CONF = {
     "spark.kafka.consumer.fetchedData.cache.evictorThreadRunInterval": "100ms",
     "spark.kafka.consumer.cache.timeout": "1s",
     "spark.kafka.consumer.cache.evictorThreadRunInterval": "1s",
+    # Secrets of --command-config reach Spark as Kafka source options (kafka.sasl.jaas.config,
+    # kafka.ssl.*.password): hidden in Spark's UI, event logs and plan strings (Spark's defaults miss "jaas").
+    "spark.redaction.regex": "(?i)" + _SECRET_WORDS,
+    "spark.sql.redaction.options.regex": "(?i)url|" + _SECRET_WORDS,
 }
 
 
