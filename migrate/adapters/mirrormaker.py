@@ -89,6 +89,9 @@ class StopResult:
 class MirrorMakerProcess:
     """The MirrorMaker 2 of one state directory."""
 
+    main_class = MIRROR_MAKER_MAIN  # what its command line names (another engine's subclass names its own)
+    pid_name = PID_FILE
+
     def __init__(self, state_dir: Path):
         self.dir = Path(state_dir)
 
@@ -113,12 +116,12 @@ class MirrorMakerProcess:
                 break
             time.sleep(0.05)
             args = _cmdline(pid)
-        return MIRROR_MAKER_MAIN in args and str(self.properties_path.resolve()) in args
+        return self.main_class in args and str(self.properties_path.resolve()) in args
 
     def pid(self) -> int | None:
         """The running MirrorMaker's pid, or None. A stale pid file (the process gone, or the pid
         reused by another program) is removed."""
-        pid_file = self.dir / PID_FILE
+        pid_file = self.dir / self.pid_name
         try:
             recorded = int(pid_file.read_text().strip())
         except (OSError, ValueError):
@@ -139,9 +142,9 @@ class MirrorMakerProcess:
             return None
 
     def _write_pid(self, pid: int) -> None:
-        tmp = self.dir / (PID_FILE + ".tmp")
+        tmp = self.dir / (self.pid_name + ".tmp")
         tmp.write_text(f"{pid}\n")
-        tmp.replace(self.dir / PID_FILE)
+        tmp.replace(self.dir / self.pid_name)
 
     def write_properties(self, text: str) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -203,7 +206,7 @@ class MirrorMakerProcess:
             while _alive(pid) and time.monotonic() - start < timeout_s + 10:
                 time.sleep(0.1)
         _reap(pid)
-        (self.dir / PID_FILE).unlink(missing_ok=True)
+        (self.dir / self.pid_name).unlink(missing_ok=True)
         return StopResult(pid, how, time.monotonic() - start)
 
     # ------------------------------------------------------------ what start was given

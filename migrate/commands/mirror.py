@@ -33,6 +33,8 @@ SOURCE_CC = typer.Option(None, "--source-command-config", help="Client propertie
 TARGET_CC = typer.Option(None, "--target-command-config", help="Client properties (SASL/SSL) for the target.")
 TOPICS = typer.Option(None, "--topics", help="Regular expression of the topics to mirror (whole name). Default: every non-internal topic.")
 GROUPS = typer.Option(None, "--groups", help="Regular expression of the consumer groups whose offsets are translated. Default: all.")
+ENGINE = typer.Option("mirrormaker2", "--engine", help="mirrormaker2 (default) or mirrormaker1 (Kafka's legacy "
+                     "kafka.tools.MirrorMaker, deprecated; kmigrate translates the consumer offsets).")
 STATE_DIR = typer.Option(None, "--state-dir", help="Where MirrorMaker's mm2.properties, pid and log live "
                          "(default: $XDG_STATE_HOME/kmigrate/mirror or ~/.local/state/kmigrate/mirror).")
 
@@ -61,10 +63,13 @@ app.command("lint")(mirror_lint.lint)
 def plan(source_bootstrap: str = SOURCE, target_bootstrap: str = TARGET,
          topics: Optional[str] = TOPICS, groups: Optional[str] = GROUPS,
          source_command_config: Optional[Path] = SOURCE_CC, target_command_config: Optional[Path] = TARGET_CC,
-         output: OutputFormat = OUTPUT_OPTION) -> None:
+         engine: str = ENGINE, output: OutputFormat = OUTPUT_OPTION) -> None:
     """What a mirror would move and create: topics (partitions, replication factor, configs on both sides), groups, ACLs MirrorMaker will not copy. Changes nothing."""
+    from migrate.commands import mirror1
     from migrate.runner.mirror import read_plan
 
+    if mirror1.check_engine(engine) == "mirrormaker1":
+        mirror1.deprecation_notice(output)
     result = read_plan(_request(source_bootstrap, target_bootstrap, source_command_config, target_command_config, topics, groups))
     if output == OutputFormat.json:
         emit_json(result.to_dict())
@@ -149,11 +154,16 @@ def start(source_bootstrap: str = SOURCE, target_bootstrap: str = TARGET,
           state_dir: Optional[Path] = STATE_DIR,
           heap_mb: int = typer.Option(1024, "--heap-mb", help="MirrorMaker's Java heap (-Xmx), in MB."),
           tasks: int = typer.Option(2, "--tasks", help="MirrorMaker's tasks.max."),
+          engine: str = ENGINE,
+          instances: int = typer.Option(1, "--instances", help="With --engine mirrormaker1: processes sharing its consumer group."),
           output: OutputFormat = OUTPUT_OPTION) -> None:
     """Create the target's topics, then start a dedicated MirrorMaker 2 in the background (once: a second start says it is running)."""
+    from migrate.commands import mirror1
     from migrate.runner.mirror import start as run_start
 
     req = _request(source_bootstrap, target_bootstrap, source_command_config, target_command_config, topics, groups)
+    if mirror1.check_engine(engine) == "mirrormaker1":
+        return mirror1.start(req, _state_dir(state_dir), heap_mb, instances, output)
     result = run_start(req, _state_dir(state_dir), heap_mb=heap_mb, tasks=tasks)
     if output == OutputFormat.json:
         emit_json(result.to_dict())
@@ -173,8 +183,11 @@ def stop(state_dir: Optional[Path] = STATE_DIR,
          timeout: str = typer.Option("30s", "--timeout", help="How long to wait after SIGTERM before SIGKILL."),
          output: OutputFormat = OUTPUT_OPTION) -> None:
     """Stop the MirrorMaker 2 of --state-dir: SIGTERM, wait, then SIGKILL."""
+    from migrate.commands import mirror1
     from migrate.runner.mirror import stop as run_stop
 
+    if mirror1.engine_of(_state_dir(state_dir)) == "mirrormaker1":
+        return mirror1.stop(_state_dir(state_dir), parse_duration(timeout, "--timeout"), output)
     result = run_stop(_state_dir(state_dir), parse_duration(timeout, "--timeout"))
     if output == OutputFormat.json:
         emit_json({"pid": result.pid, "how": result.how, "waited_s": round(result.waited_s, 1)})
@@ -202,12 +215,24 @@ def status(state_dir: Optional[Path] = STATE_DIR,
     src = None if source_bootstrap is None else Side(source_bootstrap, _path(source_command_config))
     tgt = None if target_bootstrap is None else Side(target_bootstrap, _path(target_command_config), "target")
     directory = _state_dir(state_dir)
+    from migrate.commands import mirror1
+
+    mm1 = mirror1.engine_of(directory) == "mirrormaker1"
     if not wait:
+        if mm1:
+            return mirror1.render_status(_mm1_status(directory, src, tgt, topics), output)
         _render_status(run_status(directory, src, tgt, topics), output)
         return
     timeout_s = parse_duration(timeout, "--timeout")
     if timeout_s <= 0:
         raise BadInput(f"--timeout {timeout}: give a positive duration, like 10m")
+    if mm1:
+        caught_up, last = mirror1.wait(directory, src, tgt, topics, timeout_s, output)
+        mirror1.render_status(last, output)
+        if not caught_up:
+            err_console.print(f"kmigrate: lag not 0 after {timeout}", markup=False)
+            raise typer.Exit(EXIT_FAILURE)
+        return
     if output == OutputFormat.text and console.is_terminal:
         with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("lag {task.fields[lag]} records"),
                       TimeElapsedColumn(), console=console, transient=True) as bar:
@@ -258,3 +283,18 @@ def _render_status(s, output: OutputFormat) -> None:
                            "-" if g.translated is None else str(g.translated),
                            "-" if g.target_committed is None else str(g.target_committed))
         console.print(groups)
+
+
+def _mm1_status(directory, src, tgt, topics):
+    from migrate.runner.mirror1 import status as run_status1
+
+    return run_status1(directory, src, tgt, topics)
+
+
+def _register_engines() -> None:
+    from migrate.commands import mirror1
+
+    mirror1.register(app)
+
+
+_register_engines()
