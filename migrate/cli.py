@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 
 from migrate import __version__
-from migrate.errors import EXIT_BAD_INPUT, KmigrateError
+from migrate.errors import EXIT_BAD_INPUT, EXIT_FAILURE, KmigrateError
 
 app = typer.Typer(
     name="kmigrate",
@@ -95,6 +95,12 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(exc, _click_exceptions()):
             exc.show()
             sys.exit(exc.exit_code if exc.exit_code else EXIT_BAD_INPUT)
+        from migrate.core.permissions import refusal_line
+
+        line = refusal_line(f"{type(exc).__name__}: {exc}")
+        if line is not None:  # a right revoked mid-run: one line, not a traceback
+            err.print(f"kmigrate: error: {line}", markup=False)
+            sys.exit(EXIT_FAILURE)
         raise
     sys.exit(rc if isinstance(rc, int) else 0)
 

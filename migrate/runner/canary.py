@@ -51,8 +51,22 @@ class Canary:
         return ensure_topic(self.settings, self.topic, self.replication_factor, self.min_insync_replicas, timeout_s)
 
     # ---------------------------------------------------------------- running
+    def check_rights(self) -> Callable[[], None]:
+        """BadInput (nothing created) when the principal may not create, write or read the canary topic;
+        returns the check of READ and WRITE to make once the topic is created."""
+        from migrate.adapters.kafka import admin_client
+        from migrate.core.permissions import canary_needs
+        from migrate.runner.permissions import require, require_after_create
+
+        admin = admin_client(self.settings)
+        exists = self.topic in admin.list_topics(timeout=15).topics
+        require(admin, self.settings, canary_needs(self.topic, exists))
+        return lambda: None if exists else require_after_create(admin, self.settings, canary_needs(self.topic, False))
+
     def start(self) -> "Canary":
+        after_create = self.check_rights()
         self.partitions = self.ensure_topic()
+        after_create()
         consumer = CanaryConsumer(self.settings, f"kmigrate-canary-{self.run_id}")
         # Start reading at the current end of each partition (explicit offsets): this run's records come after it.
         consumer.assign(self.topic, {p: self._high_watermark(consumer, p) for p in range(self.partitions)})

@@ -79,6 +79,8 @@ from migrate.runner.events import (
     RunStarted, Start, Stopped, Submitted, TopicCancelled, TopicDone, TopicGone, WaitingForeign, WarningEvent, WouldMove,
     WouldRecord, crash_point,
 )
+from migrate.core.permissions import bookkeeping_needs, partitions_needs
+from migrate.runner.permissions import require, require_after_create
 from migrate.runner.throttles import Released, Throttles, ThrottleTally, clear_recorded_throttles, now_s, release_throttles
 from migrate.runner.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll
 
@@ -331,6 +333,7 @@ class PartitionMover:
         self._plan_topics([all_topics[t] for t in selected if t not in self.recorded], flights)
         if not rq.force:
             self._precheck(flights)
+        self._check_rights()
         moves = [m for tr in self.topics.values() for m in tr.moves.values()]
         self.emit(Start(
             plan_id=rq.plan_id, mapping={str(k): v for k, v in sorted(rq.mapping.items())},
@@ -350,6 +353,15 @@ class PartitionMover:
                     {"partition": m.partition, "current": list(m.current), "target": list(m.target), "bytes": m.size_bytes}
                     for m in sorted(tr.moves.values(), key=lambda m: m.partition)]))
         return ledger
+
+    def _rights(self) -> list:
+        return partitions_needs([t for t, tr in self.topics.items() if tr.moves], self.rq.bookkeeping_topic,
+                                self.book.exists(self.admin.admin))
+
+    def _check_rights(self) -> None:
+        """BadInput (nothing changed) when the principal lacks a right the run needs; a dry run warns."""
+        warn = (lambda line: self.emit(WarningEvent(message=line))) if self.rq.dry_run else None
+        require(self.admin.admin, self.rq.client, self._rights(), warn=warn)
 
     def _refuse_overlap(self, ledger: Ledger, first_only: bool = False) -> None:
         """BadInput (nothing changed) when another ``partitions`` run is alive (see the module
@@ -461,8 +473,11 @@ class PartitionMover:
     def _start(self, ledger: Ledger) -> None:
         rq = self.rq
         new_live = [b for b in sorted(set(rq.mapping.values())) if b in self.view.live]
-        if self.book.ensure(self.admin.admin, new_live):
+        created = self.book.ensure(self.admin.admin, new_live)
+        if created:
             self.emit(BookkeepingCreated(topic=rq.bookkeeping_topic, replicas=new_live[:3]))
+            # READ and WRITE of a topic not created yet could not be asked before: now, before any other change
+            require_after_create(self.admin.admin, rq.client, bookkeeping_needs(rq.bookkeeping_topic, exists=False))
         self.book.warm()
         plans = ledger.plans()
         mapping_doc = {str(k): v for k, v in sorted(rq.mapping.items())}

@@ -9,7 +9,9 @@ from migrate.adapters.kafka import ReassignmentAdmin
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.model import ClusterSnapshot, ZkEnsemble
 from migrate.core.placement import Placement, assign_new_topic
+from migrate.core.permissions import create_topic_needs
 from migrate.errors import BadInput
+from migrate.runner.permissions import require
 
 
 def create_topic(settings: ClientSettings, name: str, partitions: int, replication_factor: int, *,
@@ -28,6 +30,7 @@ def create_topic(settings: ClientSettings, name: str, partitions: int, replicati
         placement = assign_new_topic(snapshot, partitions, replication_factor, topic=name,
                                      exclude_brokers=list(exclude_brokers), start_broker=start_broker,
                                      separator=separator)
+        require(admin.admin, settings, create_topic_needs(name))
         if not dry_run:
             admin.create_topic(name, placement.as_lists(), dict(configs or {}))
     finally:

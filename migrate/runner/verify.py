@@ -86,6 +86,14 @@ def _snapshot(side: KafkaSide, spark, partitions: list[tuple[str, int]], configs
     return snap, ranges
 
 
+def _require_read(side: KafkaSide, topics: list[str]) -> None:
+    """BadInput before Spark starts when the principal may not describe or read a topic, or read its configs."""
+    from migrate.core.permissions import verify_needs
+    from migrate.runner.permissions import require
+
+    require(side.admin, side.settings, verify_needs(topics))
+
+
 def take_snapshot(side: KafkaSide, spark, scope: Scope, taken_at: str, isolation_level: str = "read_committed",
                   like: Snapshot | None = None, progress: Progress = lambda msg: None) -> Snapshot:
     """Snapshot the cluster's partitions in ``scope`` (or those of ``like``, against its ends)."""
@@ -103,6 +111,7 @@ def take_snapshot(side: KafkaSide, spark, scope: Scope, taken_at: str, isolation
     else:
         topics = select_topics(list(view.partitions), scope.topics, scope.include)
         partitions = [(t, p) for t in topics for p in view.partitions[t]]
+    _require_read(side, topics)
     progress(f"capturing offsets of {len(partitions)} partitions in {len(topics)} topics")
     offsets = side.offsets(partitions, isolation_level)
     configs = side.topic_configs(topics)
@@ -139,6 +148,8 @@ def verify_clusters(source: KafkaSide, target: KafkaSide, spark, scope: Scope, t
     s_parts = [(t, p) for t in topics for p in sview.partitions[t]]
     t_topics = [t for t in topics if t in tview.partitions]
     t_parts = [(t, p) for t in t_topics for p in tview.partitions[t]]
+    _require_read(source, topics)
+    _require_read(target, t_topics)
     progress(f"capturing offsets of {len(s_parts)} source and {len(t_parts)} target partitions")
     s_offsets = source.offsets(s_parts, isolation_level)
     t_offsets = target.offsets(t_parts, isolation_level)
