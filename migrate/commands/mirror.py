@@ -3,6 +3,7 @@
     kmigrate mirror plan --source-bootstrap A --target-bootstrap B [--topics REGEX] [--groups REGEX]
     kmigrate mirror create-topics --source-bootstrap A --target-bootstrap B [--dry-run]
     kmigrate mirror start --source-bootstrap A --target-bootstrap B [--state-dir D]   # creates the topics first
+    kmigrate mirror start ... --connect-config [-o FILE]   # the topics, then connector JSONs for a Connect cluster
     kmigrate mirror status [--state-dir D] [--wait]
     kmigrate mirror stop [--state-dir D]
     kmigrate mirror lint FILE... [-O json]   # an mm2.properties or connector JSONs: exit 1 with findings
@@ -19,7 +20,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from migrate.commands import mirror_lint
+from migrate.commands import mirror_connect, mirror_lint
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console
 from migrate.core.units import parse_duration
 from migrate.errors import EXIT_FAILURE, BadInput
@@ -156,12 +157,22 @@ def start(source_bootstrap: str = SOURCE, target_bootstrap: str = TARGET,
           tasks: int = typer.Option(2, "--tasks", help="MirrorMaker's tasks.max."),
           engine: str = ENGINE,
           instances: int = typer.Option(1, "--instances", help="With --engine mirrormaker1: processes sharing its consumer group."),
+          connect_config: bool = typer.Option(False, "--connect-config", help="Start no MirrorMaker: create the "
+                                              "target's topics, then print the three connector JSONs for an existing "
+                                              "Kafka Connect cluster (secrets replaced by placeholders)."),
+          out: Optional[Path] = typer.Option(None, "--out", "-o", help="With --connect-config: write the JSONs to this file."),
           output: OutputFormat = OUTPUT_OPTION) -> None:
-    """Create the target's topics, then start a dedicated MirrorMaker 2 in the background (once: a second start says it is running)."""
+    """Create the target's topics, then start a dedicated MirrorMaker 2 in the background (once: a second start says it is running); --connect-config prints connector JSONs instead."""
     from migrate.commands import mirror1
     from migrate.runner.mirror import start as run_start
 
     req = _request(source_bootstrap, target_bootstrap, source_command_config, target_command_config, topics, groups)
+    if connect_config or out is not None:
+        if not connect_config:
+            raise BadInput("--out is for --connect-config: add --connect-config (or leave --out out)")
+        if mirror1.check_engine(engine) != "mirrormaker2":
+            raise BadInput("--connect-config prints MirrorMaker 2 connectors: leave --engine mirrormaker1 out")
+        return mirror_connect.emit_connect_configs(req, tasks, out, output)
     if mirror1.check_engine(engine) == "mirrormaker1":
         return mirror1.start(req, _state_dir(state_dir), heap_mb, instances, output)
     result = run_start(req, _state_dir(state_dir), heap_mb=heap_mb, tasks=tasks)

@@ -263,28 +263,30 @@ def _topic_plan(src: TopicReading, tgt: TopicReading | None, target: ClusterRead
 # ====================================================================== mm2.properties
 
 
-def mm2_properties(plan: MirrorPlan, source_client: dict[str, str], target_client: dict[str, str], *,
-                   rest_port: int, tasks: int = 2, offset_lag_max: int = 100) -> dict[str, str]:
-    """The one ``mm2.properties`` of a dedicated MirrorMaker 2 that copies ``plan``'s topics from the
-    source to the target: identity names, config and ACL sync off (kmigrate owns them), offset syncs
-    and every other MirrorMaker topic on the target, group offsets synced every 5 s, exactly-once.
+@dataclass(frozen=True)
+class MirrorDefinition:
+    """The one definition of kmigrate's MirrorMaker 2 flow from the source to the target, rendered as a
+    dedicated MirrorMaker's ``mm2.properties`` (:func:`mm2_properties`) or as Kafka Connect connector
+    configs (``core/mirror_connect.py``), so the two cannot disagree."""
 
-    ``source_client``/``target_client``: the Java client properties of ``--*-command-config``."""
+    source_bootstrap: str
+    target_bootstrap: str
+    source_client: dict[str, str]  # Java client properties of --source-command-config
+    target_client: dict[str, str]
+    connector: dict[str, str]  # every connector of the flow gets these (MirrorMaker's connector keys)
+    source_consumer: dict[str, str]  # MirrorMaker's consumer on the source
+    target_worker: dict[str, str]  # the target's Connect worker (the worker that runs the connectors)
+    worker: dict[str, str]  # Connect worker keys of every herder (its internal topics)
+
+
+def mirror_definition(plan: MirrorPlan, source_client: dict[str, str], target_client: dict[str, str], *,
+                      tasks: int = 2, offset_lag_max: int = 100) -> MirrorDefinition:
+    """kmigrate's flow: identity names, config and ACL sync off (kmigrate owns them), offset syncs and
+    every other MirrorMaker topic on the target, group offsets synced every 5 s, exactly-once."""
     if tasks < 1:
         raise BadInput(f"--tasks {tasks}: give 1 or more MirrorMaker tasks")
     rf = str(min(INTERNAL_REPLICATION, max(plan.target.brokers, 1)))
-    flow = f"{SOURCE_ALIAS}->{TARGET_ALIAS}"
-    props: dict[str, str] = {
-        "clusters": f"{SOURCE_ALIAS}, {TARGET_ALIAS}",
-        f"{SOURCE_ALIAS}.bootstrap.servers": plan.source.bootstrap,
-        f"{TARGET_ALIAS}.bootstrap.servers": plan.target.bootstrap,
-    }
-    props.update({f"{SOURCE_ALIAS}.{k}": v for k, v in sorted(source_client.items()) if k != "bootstrap.servers"})
-    props.update({f"{TARGET_ALIAS}.{k}": v for k, v in sorted(target_client.items()) if k != "bootstrap.servers"})
-    props.update({
-        f"{flow}.enabled": "true",
-        f"{TARGET_ALIAS}->{SOURCE_ALIAS}.enabled": "false",
-        f"{TARGET_ALIAS}->{SOURCE_ALIAS}.emit.heartbeats.enabled": "false",
+    connector = {
         "topics": plan.topic_filter(),
         "topics.exclude": "__.*",
         "groups": plan.groups_filter,
@@ -307,12 +309,41 @@ def mm2_properties(plan: MirrorPlan, source_client: dict[str, str], target_clien
         "offset-syncs.topic.replication.factor": rf,
         "checkpoints.topic.replication.factor": rf,
         "heartbeats.topic.replication.factor": rf,
-        "offset.storage.replication.factor": rf,
-        "config.storage.replication.factor": rf,
-        "status.storage.replication.factor": rf,
-        f"{TARGET_ALIAS}.offset.flush.interval.ms": "5000",
-        f"{TARGET_ALIAS}.exactly.once.source.support": "enabled",
-        f"{SOURCE_ALIAS}.consumer.isolation.level": "read_committed",
+    }
+    worker = {"offset.storage.replication.factor": rf, "config.storage.replication.factor": rf,
+              "status.storage.replication.factor": rf}
+    target_worker = {"offset.flush.interval.ms": "5000", "exactly.once.source.support": "enabled"}
+    return MirrorDefinition(plan.source.bootstrap, plan.target.bootstrap,
+                            {k: v for k, v in sorted(source_client.items()) if k != "bootstrap.servers"},
+                            {k: v for k, v in sorted(target_client.items()) if k != "bootstrap.servers"},
+                            connector, {"isolation.level": "read_committed"}, target_worker, worker)
+
+
+def mm2_properties(plan: MirrorPlan, source_client: dict[str, str], target_client: dict[str, str], *,
+                   rest_port: int, tasks: int = 2, offset_lag_max: int = 100) -> dict[str, str]:
+    """The one ``mm2.properties`` of a dedicated MirrorMaker 2 that copies ``plan``'s topics from the
+    source to the target (:func:`mirror_definition`), run for the target only.
+
+    ``source_client``/``target_client``: the Java client properties of ``--*-command-config``."""
+    d = mirror_definition(plan, source_client, target_client, tasks=tasks, offset_lag_max=offset_lag_max)
+    flow = f"{SOURCE_ALIAS}->{TARGET_ALIAS}"
+    props: dict[str, str] = {
+        "clusters": f"{SOURCE_ALIAS}, {TARGET_ALIAS}",
+        f"{SOURCE_ALIAS}.bootstrap.servers": d.source_bootstrap,
+        f"{TARGET_ALIAS}.bootstrap.servers": d.target_bootstrap,
+    }
+    props.update({f"{SOURCE_ALIAS}.{k}": v for k, v in d.source_client.items()})
+    props.update({f"{TARGET_ALIAS}.{k}": v for k, v in d.target_client.items()})
+    props.update({
+        f"{flow}.enabled": "true",
+        f"{TARGET_ALIAS}->{SOURCE_ALIAS}.enabled": "false",
+        f"{TARGET_ALIAS}->{SOURCE_ALIAS}.emit.heartbeats.enabled": "false",
+    })
+    props.update(d.connector)
+    props.update(d.worker)
+    props.update({f"{TARGET_ALIAS}.{k}": v for k, v in d.target_worker.items()})
+    props.update({f"{SOURCE_ALIAS}.consumer.{k}": v for k, v in d.source_consumer.items()})
+    props.update({
         "dedicated.mode.enable.internal.rest": "true",
         # every plugin in Kafka's jars has a ServiceLoader manifest: skip the reflection scan of the
         # classpath (KIP-898), which took 20 s of a MirrorMaker start on a small machine
