@@ -45,7 +45,12 @@ def client_settings(bootstrap_servers: str | None, command_config: str | Path | 
     props = load_command_config(command_config)
     source = f"--command-config {command_config}" if command_config else "playbook kafka.client"
     pem = open_stores({**(extra or {}), **props}, source)
-    return _client_settings(bootstrap_servers, props, extra, source, pem)
+    settings = _client_settings(bootstrap_servers, props, extra, source, pem)
+    for name in ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "sasl.kerberos.keytab"):
+        path = settings.settings.get(name)  # files librdkafka opens itself: a missing one is a traceback there
+        if path and not os.path.isfile(os.path.expanduser(path)):
+            raise BadInput(f"{source}: {name} {path}: no such file")
+    return settings
 
 
 def _store_bytes(props: dict[str, str], setting: str, source: str) -> bytes:

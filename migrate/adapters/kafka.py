@@ -9,6 +9,7 @@ import logging
 import os
 import ssl
 import tempfile
+import time
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -83,15 +84,42 @@ def kafka_python_config(settings: ClientSettings, **extra: object) -> dict[str, 
 
 def admin_client(settings: ClientSettings, timeout_s: float = 10.0) -> AdminClient:
     """A confluent-kafka AdminClient that has answered a metadata request (BadInput when unreachable)."""
-    admin = AdminClient(settings.confluent(logger=_LIBRDKAFKA_LOG))
-    try:
-        admin.list_topics(timeout=timeout_s)
-    except Exception as exc:  # KafkaException on timeout or auth failure
-        raise BadInput(
-            f"cannot reach Kafka at {settings.bootstrap_servers} within {timeout_s:.0f} s ({exc}): "
-            "check --bootstrap-server and --command-config"
-        ) from None
-    return admin
+    watch = _AuthenticationWatch(settings.bootstrap_servers)
+    admin = AdminClient(settings.confluent(logger=_LIBRDKAFKA_LOG, error_cb=watch))
+    deadline = time.monotonic() + timeout_s
+    while True:  # a second at a time: librdkafka retries a refused login forever; the error callback tells
+        left = deadline - time.monotonic()
+        try:
+            admin.list_topics(timeout=max(0.1, min(1.0, left)))
+            watch.done = True
+            return admin
+        except Exception as exc:  # KafkaException on timeout or auth failure
+            admin.poll(0)  # serves the error callback
+            if watch.failure is not None:
+                watch.done = True
+                raise BadInput(watch.failure) from None
+            if left <= 1.0:
+                watch.done = True
+                raise BadInput(
+                    f"cannot reach Kafka at {settings.bootstrap_servers} within {timeout_s:.0f} s ({exc}): "
+                    "check --bootstrap-server and --command-config"
+                ) from None
+
+
+class _AuthenticationWatch:
+    """librdkafka's error callback while a client first connects: keeps the first error no retry cures
+    (:func:`migrate.core.clientconfig.authentication_failure`); afterwards (``done``) ignores all."""
+
+    def __init__(self, bootstrap_servers: str):
+        self.bootstrap_servers = bootstrap_servers
+        self.failure: str | None = None
+        self.done = False
+
+    def __call__(self, err) -> None:
+        from migrate.core.clientconfig import authentication_failure
+
+        if not self.done and self.failure is None:
+            self.failure = authentication_failure(err.name(), err.str(), self.bootstrap_servers)
 
 
 def broker_static_configs(admin: AdminClient, broker_ids: list[int], names: tuple[str, ...],

@@ -250,7 +250,47 @@ def client_settings(bootstrap_servers: str | None, command_config: dict[str, str
             raise BadInput(f"{source}: {given[0]} is set but the store was not opened: read the settings with "
                            "migrate.files.client_settings")
     settings.update(pem)
+    check_choices(settings, source)
     return ClientSettings(bootstrap_servers.strip(), settings, java)
+
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI")
+
+
+def check_choices(settings: Mapping[str, str], source: str) -> None:
+    """Refuse a ``security.protocol`` or ``sasl.mechanism`` Kafka's clients do not know (librdkafka would
+    raise a traceback at the first client), naming the setting and the choices."""
+    protocol = settings.get("security.protocol")
+    if protocol is not None and protocol.upper() not in SECURITY_PROTOCOLS:
+        raise BadInput(f"{source}: security.protocol={protocol!r} is not a Kafka security protocol: "
+                       f"use one of {', '.join(SECURITY_PROTOCOLS)}")
+    mechanism = settings.get("sasl.mechanisms")
+    if mechanism is not None and mechanism.upper() not in SASL_MECHANISMS:
+        raise BadInput(f"{source}: sasl.mechanism={mechanism!r} is not one kmigrate's clients support: "
+                       f"use one of {', '.join(SASL_MECHANISMS)} (as the brokers' sasl.enabled.mechanisms)")
+
+
+def authentication_failure(code: str, text: str, bootstrap_servers: str) -> str | None:
+    """The one line for a client error that no retry will cure (``code``: librdkafka's error name):
+    refused credentials, a SASL mechanism the brokers do not enable, a broker certificate that is not
+    trusted. None for anything else (a broker down, a timeout: worth waiting for).
+
+    >>> authentication_failure("_SSL", "b:9092/bootstrap: SSL handshake failed: certificate verify failed (after 3ms)", "b:9092")[:62]
+    'the TLS handshake with Kafka at b:9092 failed: SSL handshake f'
+    """
+    reason = re.sub(r"^\S*/\S*: ", "", " ".join(text.split()))  # the broker address librdkafka puts first
+    reason = re.sub(r" \(after \d+ms in state \w+\)$", "", reason)
+    if code == "_AUTHENTICATION":
+        if "mechanism" in reason.lower() and "unsupported" in reason.lower():
+            hint = "set sasl.mechanism in --command-config to one the brokers enable"
+        else:
+            hint = "check the username and password in --command-config (sasl.jaas.config)"
+        return f"Kafka at {bootstrap_servers} refused kmigrate's authentication: {reason}: {hint}"
+    if code == "_SSL" and ("certificate" in reason.lower() or "verify" in reason.lower()):
+        return (f"the TLS handshake with Kafka at {bootstrap_servers} failed: {reason}: check the truststore "
+                "(ssl.truststore.* or ssl.ca.location) and, for mutual TLS, the keystore in --command-config")
+    return None
 
 
 def check_bootstrap(bootstrap_servers: str | None) -> None:
