@@ -19,6 +19,12 @@ commit); each copy keeps the source's key, value, headers and timestamp. The tra
    (``message.timestamp.type=LogAppendTime``), step 1 is no bound: the window is read from the
    target's log start, and the log start is the fallback.
 
+Per-partition translation holds only where the target's partition holds its source partition's
+records: MirrorMaker 1 lets the target's producer place each record, which keeps partitions for
+keyed records written with Java's partitioner and scatters the others. :func:`partitions_not_kept`
+refuses the partitions whose target holds fewer records than MirrorMaker 1 has copied from the same
+source partition (a copy only adds records); the cross-cluster verify proves the rest.
+
 A group with nothing left to read on the source (``c`` at the source's end) goes to the target's end.
 The records a consumer re-reads are the target's records from the answer on, less the source's
 records the group has not read yet (``target_end - offset - (source_end - c)``), exact once the
@@ -111,3 +117,17 @@ def translate(group: str, topic: str, partition: int, f: PartitionFacts) -> Part
             return result(rec.offset, "confirmed")
     return result(floor, "timestamp bound" if f.timestamps_kept else "log start")
 
+
+
+def partitions_not_kept(copied: dict[tuple[str, int], tuple[int, int]],
+                        target: dict[tuple[str, int], tuple[int, int]]) -> list[tuple[str, int]]:
+    """The partitions whose target holds fewer records than the mirror copied from that source
+    partition: ``copied``: (topic, partition) -> (source log start, the mirror's committed offset);
+    ``target``: (topic, partition) -> (log start, end). Offsets stand for records (a transactional
+    source counts its markers too: a refusal, never a skipped record)."""
+    out = []
+    for tp, (start, committed) in sorted(copied.items()):
+        t_start, t_end = target.get(tp, (0, 0))
+        if t_end - t_start < committed - start:
+            out.append(tp)
+    return out

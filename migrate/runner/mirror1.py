@@ -22,7 +22,8 @@ from migrate.core.mirror import compile_filter, render_properties
 from migrate.core.mirrormaker1 import (DEFAULT_GROUP, ENGINE, Mirror1Status, arguments, check_instances,
                                       consumer_properties, duplicates_note, group_lags,
                                       producer_properties)
-from migrate.core.offset_translation import PartitionFacts, PartitionTranslation, translate as translate_partition
+from migrate.core.offset_translation import (PartitionFacts, PartitionTranslation, partitions_not_kept,
+                                            translate as translate_partition)
 from migrate.errors import BadInput, StepFailed
 from migrate.runner.mirror import Request, Side, create_topics, read_plan, resolve_sides
 
@@ -191,6 +192,7 @@ def translate(state_dir: Path, groups: list[str], source: Side | None = None, ta
     src = MirrorCluster(source.settings(), "source")
     tgt = MirrorCluster(target.settings(), "target")
     topics = set(recorded or {})
+    mirror_group = (MirrorMakerProcess(state_dir).read_state() or {}).get("group") or DEFAULT_GROUP
     out: list[PartitionTranslation] = []
     for group in groups:
         committed = {tp: o for tp, o in src.committed_offsets(group, []).items() if not topics or tp[0] in topics}
@@ -200,7 +202,7 @@ def translate(state_dir: Path, groups: list[str], source: Side | None = None, ta
             state, members = reads.group_members(tgt, group)
             if members or state.upper() not in ("EMPTY", "DEAD", "UNKNOWN"):
                 raise BadInput(f"group {group} is active on the target ({state}): stop its consumers there first")
-        out += _translate_group(src, tgt, group, committed, window)
+        out += _translate_group(src, tgt, group, committed, window, mirror_group)
     if not dry_run:
         for group in groups:
             reads.set_group_offsets(tgt, group, {(p.topic, p.partition): p.offset for p in out if p.group == group})
@@ -208,7 +210,7 @@ def translate(state_dir: Path, groups: list[str], source: Side | None = None, ta
 
 
 def _translate_group(src: MirrorCluster, tgt: MirrorCluster, group: str, committed: dict[tuple[str, int], int],
-                     window: int) -> list[PartitionTranslation]:
+                     window: int, mirror_group: str) -> list[PartitionTranslation]:
     tps = sorted(committed)
     counts = src.topic_partitions()
     src_ends = src.end_offsets({t: counts[t] for t, _ in tps if t in counts})
@@ -217,6 +219,12 @@ def _translate_group(src: MirrorCluster, tgt: MirrorCluster, group: str, committ
     if missing:
         raise BadInput(f"group {group} reads {', '.join(missing)}, missing on the target: run kmigrate mirror create-topics")
     tgt_ends = tgt.end_offsets({t: on_target[t] for t, _ in tps})
+    mirror_at = src.committed_offsets(mirror_group, tps)
+    scattered = partitions_not_kept({tp: (src_ends[tp][0], mirror_at[tp]) for tp in tps if tp in mirror_at}, tgt_ends)
+    if scattered:
+        raise BadInput(f"the target holds fewer records than MirrorMaker 1 copied in {', '.join(f'{t}[{p}]' for t, p in scattered)}: "
+                       "records are not in the same partitions on both sides (MirrorMaker 1 places unkeyed records "
+                       "anywhere), so offsets cannot be translated per partition; nothing set")
     kept = {t: kind != "LogAppendTime" for t, kind in reads.timestamp_types(tgt, sorted({t for t, _ in tps})).items()}
     out = []
     for topic, partition in tps:

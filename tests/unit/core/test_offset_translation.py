@@ -138,3 +138,12 @@ def test_never_ahead_whatever_the_timestamps_contents_and_restarts(items, restar
     committed = data.draw(st.integers(0, n))
     window = data.draw(st.integers(1, 50))
     check(source, target, order, committed, window=window)
+
+
+def test_a_partition_holding_fewer_records_than_copied_from_its_source_partition_is_refused():
+    from migrate.core.offset_translation import partitions_not_kept
+
+    copied = {("t", 0): (0, 100), ("t", 1): (10, 60), ("u", 0): (0, 0)}
+    target = {("t", 0): (0, 120), ("t", 1): (0, 40), ("u", 0): (0, 0)}
+    assert partitions_not_kept(copied, target) == [("t", 1)]
+    assert partitions_not_kept({("t", 0): (0, 5)}, {}) == [("t", 0)]
