@@ -14,6 +14,7 @@ from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_j
 from migrate.core.units import parse_duration
 from migrate.errors import BadInput
 from migrate.sandbox import Sandbox, SandboxSpec
+from migrate.sandbox.layout import target_spec
 
 app = typer.Typer(help="Run a real local Kafka + ZooKeeper cluster (one process per node, node N on 127.0.0.N).",
                   no_args_is_help=True)
@@ -47,10 +48,16 @@ def up(
         "plaintext", "--security",
         help="plaintext, sasl_ssl (SCRAM-SHA-512 over TLS), mtls (client certificates) or sasl_plaintext: with "
              "ACLs (AclAuthorizer) and a ZooKeeper with authentication; kmigrate sandbox env names the client files."),
+    target_cluster: bool = typer.Option(False, "--target-cluster", help="Also start a second, separate cluster (its "
+                                        "own ZooKeeper and brokers, in <dir>/target) to mirror to: kmigrate sandbox "
+                                        "env prints KAFKA_TARGET_BOOTSTRAP_SERVERS."),
+    target_brokers: int = typer.Option(1, "--target-brokers", help="With --target-cluster: its brokers."),
+    target_ip_prefix: Optional[str] = typer.Option(None, "--target-ip-prefix", help="With --target-cluster: its "
+                                                   "loopback prefix (default: --ip-prefix's third octet plus one)."),
     directory: Optional[Path] = DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """Start a ZooKeeper ensemble and Kafka brokers, with spare nodes for a migration, and wait until ready."""
+    """Start a ZooKeeper ensemble and Kafka brokers, with spare nodes for a migration, and wait until ready (--target-cluster: and a second, separate cluster)."""
     zk_ids = _ids(zookeeper_ids, zookeepers, 1, "--zookeeper-ids")
     spec = SandboxSpec(
         zookeeper_ids=zk_ids,
@@ -63,13 +70,18 @@ def up(
         chroot=chroot,
         security=security.lower(),
     )
+    target = target_spec(spec, target_brokers, target_ip_prefix) if target_cluster else None
     sandbox = Sandbox(directory)
     started = time.monotonic()
     if output == OutputFormat.text:
         with console.status("starting the sandbox") as status:
             sandbox.up(spec, progress=lambda msg: status.update(msg))
+            if target is not None:
+                sandbox.up_target(target, progress=lambda msg: status.update(msg))
     else:
         sandbox.up(spec)
+        if target is not None:
+            sandbox.up_target(target)
     elapsed = time.monotonic() - started
     if output == OutputFormat.json:
         emit_json({"dir": str(sandbox.dir), "started_s": round(elapsed, 1), "env": sandbox.env(), "nodes": sandbox.status()})

@@ -31,6 +31,7 @@ from migrate.sandbox.layout import BrokerNode, SandboxSpec, ZkNode, log4j_proper
 from migrate.sandbox.security import SandboxSecurity, write_private
 
 STATE_FILE = "state.json"
+TARGET_DIR = "target"  # the second, separate cluster of ``sandbox up --target-cluster``
 STATE_VERSION = 1
 
 
@@ -252,9 +253,10 @@ class Sandbox:
     # ------------------------------------------------------------------- up
     def up(self, spec: SandboxSpec, progress: Callable[[str], None] = lambda msg: None) -> None:
         """Start the whole cluster and wait until every node is ready; on failure stop what was started."""
-        if self.exists and self.running():
+        running = (self.running() if self.exists else []) + [f"{TARGET_DIR}/{n}" for n in self._target_running()]
+        if running:
             raise BadInput(
-                f"a sandbox is already running in {self.dir} ({', '.join(self.running())}): "
+                f"a sandbox is already running in {self.dir} ({', '.join(running)}): "
                 "run kmigrate sandbox down first, or use another --dir"
             )
         self._check_ports(spec)
@@ -303,6 +305,25 @@ class Sandbox:
                 for b in spares:
                     self._start_broker(b, spec.zookeeper_connect(spec.zookeepers))
                 self.wait_brokers([b.name for b in spares], timeout_s=180)
+        except BaseException:
+            self.down()
+            raise
+
+    @property
+    def target(self) -> "Sandbox | None":
+        """The second, separate cluster of ``sandbox up --target-cluster`` (a sandbox of its own in
+        ``<dir>/target``: per-node commands take ``--dir <dir>/target``), or None."""
+        target = Sandbox(self.dir / TARGET_DIR)
+        return target if target.exists else None
+
+    def _target_running(self) -> list[str]:
+        target = self.target
+        return target.running() if target is not None else []
+
+    def up_target(self, spec: SandboxSpec, progress: Callable[[str], None] = lambda msg: None) -> None:
+        """Start the target cluster (``layout.target_spec``) after this one; on failure stop both."""
+        try:
+            Sandbox(self.dir / TARGET_DIR).up(spec, progress=lambda msg: progress(f"target cluster: {msg}"))
         except BaseException:
             self.down()
             raise
@@ -513,6 +534,12 @@ class Sandbox:
             env["KAFKA_ADMIN_COMMAND_CONFIG"] = str(sec.properties_file("admin"))
             env["KAFKA_CLIENT_COMMAND_CONFIG"] = str(sec.properties_file("client"))
             env["ZOOKEEPER_AUTH_FILE"] = str(sec.zookeeper_auth_file)
+        target = self.target
+        if target is not None:  # sandbox up --target-cluster
+            tenv = target.env()
+            env["KAFKA_TARGET_BOOTSTRAP_SERVERS"] = tenv["KAFKA_BOOTSTRAP_SERVERS"]
+            env["TARGET_ZOOKEEPER_CONNECT"] = tenv["ZOOKEEPER_CONNECT"]
+            env.update({"_TARGET_".join(k.split("_", 1)): v for k, v in tenv.items() if k.endswith("COMMAND_CONFIG")})
         return env
 
     # ----------------------------------------------------------------- status
@@ -540,6 +567,9 @@ class Sandbox:
                 row["rack"] = next(b.rack for b in spec.brokers if b.id == node.id)
                 row["role"] = ("controller" if controller == node.id else "broker") if alive else "stopped"
             rows.append(row)
+        target = self.target
+        if target is not None:  # sandbox up --target-cluster: its nodes as target/<name>
+            rows += [{**row, "name": f"{TARGET_DIR}/{row['name']}", "cluster": "target"} for row in target.status()]
         return rows
 
     def _ensemble_roles(self) -> dict[int, str] | None:
@@ -654,7 +684,8 @@ class Sandbox:
         """Stop every node this sandbox started (brokers first, then ZooKeeper); return the pids stopped."""
         if not self.exists:
             return []
-        stopped = []
+        target = self.target
+        stopped = target.down() if target is not None else []  # sandbox up --target-cluster
         names = [n for n, s in self.nodes.items() if s.kind == "kafka"] + [
             n for n, s in self.nodes.items() if s.kind == "zookeeper"
         ]

@@ -7,7 +7,7 @@ cluster with one ZooKeeper server and one broker per host.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from migrate.errors import BadInput
 
@@ -225,3 +225,20 @@ def log4j_properties(log_file: str) -> str:
             "",
         ]
     )
+
+
+def target_spec(spec: SandboxSpec, brokers: int, ip_prefix: str | None = None) -> SandboxSpec:
+    """The second, separate cluster of ``sandbox up --target-cluster``: one ZooKeeper server of its own,
+    brokers 1..``brokers``, no chroot or spares, the source's ports, security and other settings, on its
+    own loopback prefix (default: the source's with the third octet plus one, 127.0.0 -> 127.0.1)."""
+    if ip_prefix is None:
+        first, second, third = spec.ip_prefix.split(".")
+        if int(third) >= 255:
+            raise BadInput(f"--ip-prefix {spec.ip_prefix} has no next prefix for the target cluster: give --target-ip-prefix")
+        ip_prefix = f"{first}.{second}.{int(third) + 1}"
+    if ip_prefix == spec.ip_prefix:
+        raise BadInput(f"--target-ip-prefix {ip_prefix} is the source cluster's: give the target its own, like 127.0.1")
+    if brokers < 1:
+        raise BadInput(f"--target-brokers {brokers}: the target cluster needs 1 or more brokers")
+    return replace(spec, zookeeper_ids=(1,), spare_zookeeper_ids=(), broker_ids=tuple(range(1, brokers + 1)),
+                   spare_broker_ids=(), ip_prefix=ip_prefix, chroot="")
