@@ -23,6 +23,8 @@ def demo(
     ip_prefix: str = typer.Option("127.0.0", "--ip-prefix", help="Node i listens on <prefix>.i."),
     throttle: str = typer.Option("50MB/s", "--throttle", help="Replication throttle of the move."),
     scale: float = typer.Option(1.0, "--scale", help="Multiply the demo's record counts (0.1 for a quick look)."),
+    security: str = typer.Option("plaintext", "--security", help="The sandbox's security (kmigrate sandbox up --security): "
+                                 "plaintext, sasl_ssl, mtls or sasl_plaintext; kmigrate runs as its least-privileged user."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Run the whole migration on a sandbox: plan, ZooKeeper swap, partitions, verify, decommission, under a canary."""
@@ -41,7 +43,8 @@ def demo(
         else:
             status.update(msg)
 
-    run = Demo(work, ip_prefix=ip_prefix, throttle=throttle, records_scale=scale, progress=progress)
+    run = Demo(work, ip_prefix=ip_prefix, throttle=throttle, records_scale=scale, progress=progress,
+               security=security.lower())
     try:
         if status is not None:
             with status:

@@ -36,7 +36,9 @@ ADD_OPTION = typer.Option(
     "4=host:quorumPort:electionPort;\\[clientHost:]clientPort (comma separated or repeated).",
 )
 PLAYBOOK_OPTION = typer.Option(None, "--playbook", help="Playbook YAML giving zookeeper.connect/add/remove and kafka settings.")
-ZK_AUTH_OPTION = typer.Option(None, "--zk-auth", help="user:password for ZooKeeper digest auth (a super user may reconfig).")
+ZK_AUTH_OPTION = typer.Option(None, "--zk-auth", envvar="KMIGRATE_ZK_AUTH",
+                              help="user:password for ZooKeeper digest auth (a super user may reconfig); "
+                                   "$KMIGRATE_ZK_AUTH keeps it off the command line.")
 PLAN_OPTION = typer.Option(
     None, "--plan", help="Plan written by kmigrate plan: perform the ZooKeeper change it recorded (connect string, joiners, removals)."
 )

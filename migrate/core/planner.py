@@ -417,6 +417,7 @@ def build_runbook(
     plan_file: str = "plan.json",
     playbook_file: str = "playbook.yaml",
     bootstrap: str = "BOOTSTRAP",
+    command_config: str | None = None,
 ) -> tuple[RunbookStep, ...]:
     """The ordered runbook: audit, ZooKeeper joiners, first rolling restart, reconfig, second
     rolling restart, new brokers, the plan again, verify snapshot, partitions, verify compare, decommission.
@@ -424,6 +425,9 @@ def build_runbook(
     steps: list[tuple[str, str, str, str]] = []
     fields = {"plan": plan_file, "playbook": playbook_file, "bootstrap": bootstrap}
     c = {k: v.format(add="{add}", remove="{remove}", **fields) for k, v in RUNBOOK_COMMANDS.items()}
+    if command_config:  # the playbook's Kafka client file: commands given no playbook need it too
+        for k in ("verify_snapshot", "verify_compare", "health"):
+            c[k] += f" --command-config {command_config}"
     steps.append(("kmigrate", c["audit"],
                   "Audit the cluster and the plan: durability, mapping, ZooKeeper and the size of the move.",
                   "no error finding is left (forceable ones only with --force)"))
@@ -674,7 +678,7 @@ def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bo
     new_brokers = tuple(sorted(new_ids))
     runbook = build_runbook(zk, mapping, new_brokers, {b: racks.get(b) for b in new_brokers},
                             has_moves=bool(moves), plan_file=plan_file, playbook_file=playbook.source,
-                            bootstrap=playbook.kafka.bootstrap_servers)
+                            bootstrap=playbook.kafka.bootstrap_servers, command_config=playbook.kafka.command_config)
     return Plan(
         plan_id=compute_plan_id(snapshot.cluster_id, mapping, moves, zk, presorted=True),
         cluster_id=snapshot.cluster_id,

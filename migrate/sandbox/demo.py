@@ -48,7 +48,7 @@ TOPIC_SHAPES = (
 PLAYBOOK = """\
 # Written by kmigrate demo for its sandbox: brokers {old} -> {new}, ZooKeeper {zk_old} -> {zk_new}.
 kafka:
-  bootstrap_servers: "{bootstrap}"
+  bootstrap_servers: "{bootstrap}"{command_config}
 zookeeper:
   connect: "{connect}"
   add:
@@ -63,9 +63,9 @@ migration:
 """
 
 
-def sandbox_playbook(spec: SandboxSpec, throttle: str) -> str:
+def sandbox_playbook(spec: SandboxSpec, throttle: str, command_config: Path | None = None) -> str:
     """The playbook of a sandbox's migration: its brokers to its spare brokers (in id order), its ZooKeeper
-    voters replaced by its joiners, at ``throttle``."""
+    voters replaced by its joiners, at ``throttle``; ``command_config``: the Kafka client file of a secured one."""
     old = [b.id for b in spec.brokers if not b.spare]
     new = [b for b in spec.brokers if b.spare]
     voters = [z.id for z in spec.zookeepers if not z.joiner]
@@ -79,6 +79,7 @@ def sandbox_playbook(spec: SandboxSpec, throttle: str) -> str:
         new_racks="\n".join(f"    {b.id}: {{availability_domain: {b.rack.split('/')[0]}, fault_domain: {b.rack.split('/')[1]}}}"
                             for b in new),
         throttle=throttle,
+        command_config=f'\n  command_config: "{command_config}"' if command_config else "",
     )
 
 
@@ -120,10 +121,11 @@ def kmigrate_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "migrate", *args]
 
 
-def run_json(args: list[str], what: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float = 1800) -> dict:
+def run_json(args: list[str], what: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float = 1800,
+             env: dict[str, str] | None = None) -> dict:
     """Run a kmigrate command with ``--output json``; return its last JSON document (or JSON line)."""
     proc = subprocess.run(kmigrate_command(*args), capture_output=True, text=True, timeout=timeout_s,
-                          env=os.environ.copy())
+                          env={**os.environ, **(env or {})})
     if proc.returncode not in ok_codes:
         last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
         raise StepFailed(f"{what} failed (exit {proc.returncode}): {last}")
@@ -146,11 +148,11 @@ def last_json(text: str) -> dict:
 
 
 def run_with_kills(args: list[str], what: str, kill_after_s: list[float], report: DemoReport,
-                   progress: Progress, timeout_s: float = 1800) -> dict:
+                   progress: Progress, timeout_s: float = 1800, env: dict[str, str] | None = None) -> dict:
     """Run a command, SIGKILL it after each delay in ``kill_after_s`` (a fresh run each time), then run it to the end."""
     for delay in kill_after_s:
         proc = subprocess.Popen(kmigrate_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, env=os.environ.copy())
+                                text=True, env={**os.environ, **(env or {})})
         try:
             proc.wait(timeout=delay)
             killed = False
@@ -163,7 +165,7 @@ def run_with_kills(args: list[str], what: str, kill_after_s: list[float], report
                              "exit": proc.returncode})
         progress(f"{what}: {'killed with SIGKILL' if killed else f'finished (exit {proc.returncode})'} "
                  f"after {delay:.1f} s; running it again")
-    return run_json(args, what, timeout_s=timeout_s)
+    return run_json(args, what, timeout_s=timeout_s, env=env)
 
 
 class Demo:
@@ -171,11 +173,12 @@ class Demo:
 
     def __init__(self, directory: Path, ip_prefix: str = "127.0.0", throttle: str = "50MB/s",
                  records_scale: float = 1.0, canary_rate: float = 100.0,
-                 kills: dict[str, list[float]] | None = None, progress: Progress = lambda msg: None):
+                 kills: dict[str, list[float]] | None = None, progress: Progress = lambda msg: None,
+                 security: str = "plaintext"):
         self.dir = Path(directory)
         self.sandbox = Sandbox(self.dir / "sandbox")
         self.spec = SandboxSpec(zookeeper_ids=(1, 2, 3), spare_zookeeper_ids=(4, 5, 6), broker_ids=(1, 2, 3),
-                                spare_broker_ids=(4, 5, 6), ip_prefix=ip_prefix)
+                                spare_broker_ids=(4, 5, 6), ip_prefix=ip_prefix, security=security)
         self.throttle = throttle
         self.records_scale = records_scale
         self.canary_rate = canary_rate
@@ -214,8 +217,26 @@ class Demo:
         self.sandbox.up(self.spec, progress=self.progress)
         self.playbook = self.dir / "playbook.yaml"
         p = self.spec.ip_prefix
-        self.playbook.write_text(sandbox_playbook(self.spec, self.throttle))
-        return f"{len(self.spec.zookeepers)} ZooKeeper servers, {len(self.spec.brokers)} brokers on {p}.x"
+        self.playbook.write_text(sandbox_playbook(self.spec, self.throttle, self.command_config))
+        secured = f", {self.spec.security} with ACLs" if self.spec.security != "plaintext" else ""
+        return f"{len(self.spec.zookeepers)} ZooKeeper servers, {len(self.spec.brokers)} brokers on {p}.x{secured}"
+
+    @property
+    def command_config(self) -> Path | None:
+        """kmigrate's own ``--command-config`` on a secured sandbox (its least-privileged Kafka user)."""
+        sec = self.sandbox.security
+        return sec.properties_file("kmigrate") if sec else None
+
+    def _client_flags(self) -> list[str]:
+        return ["--command-config", str(self.command_config)] if self.command_config else []
+
+    def _env(self) -> dict[str, str]:
+        """The environment of kmigrate's commands: on a secured sandbox, ZooKeeper's super user for the
+        reconfig (KMIGRATE_ZK_AUTH: in the environment, never on a command line)."""
+        sec = self.sandbox.security
+        if sec is None:
+            return {}
+        return {"KMIGRATE_ZK_AUTH": sec.zookeeper_auth_file.read_text().strip()}
 
     def create_topics(self) -> str:
         bootstrap = self.spec.bootstrap_servers(spare=False)
@@ -225,9 +246,9 @@ class Demo:
             # Explicit assignments on the old brokers: this is the cluster before the new nodes exist.
             assignment = [[old[(p + r + i) % len(old)] for r in range(rf)] for p in range(parts)]
             topics.append(NewTopicSpec(name, assignment, configs))
-        create_topics_and_wait(admin_client(client_settings(bootstrap)), topics, timeout_s=120)
+        create_topics_and_wait(admin_client(self.sandbox.client_settings(bootstrap, "admin")), topics, timeout_s=120)
         counts = [int(n * self.records_scale) for *_, n in TOPIC_SHAPES]
-        if produce_records(bootstrap, self._records(counts), timeout_s=180):
+        if produce_records(bootstrap, self._records(counts), timeout_s=180, settings=self.sandbox.kafka_settings("client")):
             raise StepFailed("records were not acknowledged within 180 s")
         return f"{len(TOPIC_SHAPES)} topics, {sum(counts)} records of 512 bytes"
 
@@ -243,7 +264,7 @@ class Demo:
                 yield name, key, rng.randbytes(512)
 
     def start_canary(self) -> str:
-        settings = client_settings(self.spec.bootstrap_servers())
+        settings = client_settings(self.spec.bootstrap_servers(), self.command_config)
         self.canary = Canary(settings, rate_per_s=self.canary_rate).start()
         return f"{self.canary.partitions} partitions, {self.canary_rate:.0f} records/s, acks=all"
 
@@ -259,7 +280,8 @@ class Demo:
 
     def verify_snapshot(self) -> str:
         doc = run_json(["verify", "snapshot", "-o", str(self.dir / "before.json"), "--bootstrap-server",
-                        self.spec.bootstrap_servers(spare=False), "--output", "json"], "kmigrate verify snapshot")
+                        self.spec.bootstrap_servers(spare=False), *self._client_flags(), "--output", "json"],
+                       "kmigrate verify snapshot")
         return f"{doc.get('records', '?')} records in {doc.get('partitions', '?')} partitions"
 
     def rolling_restart_old(self) -> str:
@@ -272,7 +294,7 @@ class Demo:
         doc = run_with_kills(
             ["zookeeper", "--playbook", str(self.playbook), "--bootstrap-server", self.spec.bootstrap_servers(),
              "--output", "json"],
-            "kmigrate zookeeper", self.kills.get("zookeeper", []), self.report, self.progress)
+            "kmigrate zookeeper", self.kills.get("zookeeper", []), self.report, self.progress, env=self._env())
         self.report.zookeeper = doc
         stall = doc.get("write_stall_ms")
         return f"{doc.get('status')}: voters now {doc.get('voters_after')}" + (
@@ -290,7 +312,8 @@ class Demo:
 
     def verify_compare(self) -> str:
         doc = run_json(["verify", "compare", str(self.dir / "before.json"), "--bootstrap-server",
-                        self.spec.bootstrap_servers(), "--output", "json"], "kmigrate verify compare", ok_codes=(0, 1))
+                        self.spec.bootstrap_servers(), *self._client_flags(), "--output", "json"], "kmigrate verify compare",
+                       ok_codes=(0, 1))
         self.report.verify = doc
         return "all partitions match" if doc.get("ok") else "DIFFERENCES FOUND"
 
