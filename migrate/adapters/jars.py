@@ -144,9 +144,12 @@ def ensure_distribution(kafka_version: str = KAFKA_VERSION, zookeeper_version: s
     ``zookeeper_version``."""
     pom = Path(__file__).with_name("servers_pom.xml")
     name = f"servers/kafka-{kafka_version}_zookeeper-{zookeeper_version}_{_pom_digest(pom)}"
-    lib = fetch_maven_project(
-        pom,
-        name,
-        {"kafka.version": kafka_version, "zookeeper.version": zookeeper_version},
-    )
+    properties = {"kafka.version": kafka_version, "zookeeper.version": zookeeper_version}
+    try:
+        lib = fetch_maven_project(pom, name, properties)
+    except BadInput as exc:
+        if "connect-mirror" not in str(exc):
+            raise
+        # MirrorMaker 2's jar is not on Maven Central for this release (e.g. 2.4.1): the servers and tools without it
+        lib = fetch_maven_project(pom, name, {**properties, "kafka.no.mirror": "true"})
     return Distribution(kafka_version, zookeeper_version, lib)

@@ -12,14 +12,24 @@ from rich.table import Table
 
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.core.units import parse_duration
+from migrate.core.versions import KAFKA_RANGE_TEXT, ZOOKEEPER_RANGE_TEXT
 from migrate.errors import BadInput
 from migrate.sandbox import Sandbox, SandboxSpec
+from migrate.sandbox.cluster import KAFKA_VERSION, ZOOKEEPER_VERSION
 from migrate.sandbox.layout import target_spec
 
 app = typer.Typer(help="Run a real local Kafka + ZooKeeper cluster (one process per node, node N on 127.0.0.N).",
                   no_args_is_help=True)
 
 DIR_OPTION = typer.Option(None, "--dir", help="Sandbox directory (default: $KMIGRATE_SANDBOX_DIR or ~/.cache/kmigrate/sandbox).")
+
+
+KAFKA_VERSION_OPTION = typer.Option(
+    KAFKA_VERSION, "--kafka-version",
+    help=f"Kafka release of the brokers, {KAFKA_RANGE_TEXT} (jars from Maven Central; every release runs on JDK 17: "
+         "java from $JAVA_HOME, else the PATH).")
+ZOOKEEPER_VERSION_OPTION = typer.Option(
+    ZOOKEEPER_VERSION, "--zookeeper-version", help=f"ZooKeeper release of the servers, {ZOOKEEPER_RANGE_TEXT}.")
 
 
 def _ids(explicit: Optional[str], count: int, first: int, option: str) -> tuple[int, ...]:
@@ -54,6 +64,8 @@ def up(
     target_brokers: int = typer.Option(1, "--target-brokers", help="With --target-cluster: its brokers."),
     target_ip_prefix: Optional[str] = typer.Option(None, "--target-ip-prefix", help="With --target-cluster: its "
                                                    "loopback prefix (default: --ip-prefix's third octet plus one)."),
+    kafka_version: str = KAFKA_VERSION_OPTION,
+    zookeeper_version: str = ZOOKEEPER_VERSION_OPTION,
     directory: Optional[Path] = DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -69,6 +81,8 @@ def up(
         kafka_port=kafka_port,
         chroot=chroot,
         security=security.lower(),
+        kafka_version=kafka_version,
+        zookeeper_version=zookeeper_version,
     )
     target = target_spec(spec, target_brokers, target_ip_prefix) if target_cluster else None
     sandbox = Sandbox(directory)
@@ -112,11 +126,12 @@ def _print_status(sandbox: Sandbox) -> None:
 
 
 @app.command("fetch")
-def fetch(output: OutputFormat = OUTPUT_OPTION) -> None:
+def fetch(kafka_version: str = KAFKA_VERSION_OPTION, zookeeper_version: str = ZOOKEEPER_VERSION_OPTION,
+          output: OutputFormat = OUTPUT_OPTION) -> None:
     """Fetch the Kafka and ZooKeeper jars and Spark's Kafka source from Maven Central into the cache (once)."""
     from migrate.sandbox.cluster import fetch_jars
 
-    dist, spark = fetch_jars()
+    dist, spark = fetch_jars(kafka_version, zookeeper_version)
     if output == OutputFormat.json:
         emit_json({"kafka": dist.kafka_version, "zookeeper": dist.zookeeper_version, "lib": str(dist.lib_dir),
                    "spark_kafka_source": spark.version, "spark_jars": [str(p) for p in spark.jars]})
@@ -207,6 +222,9 @@ def restart(
 def restart_broker(
     broker_id: int = typer.Argument(..., help="Broker id."),
     zookeeper: Optional[str] = typer.Option(None, "--zookeeper", help="New zookeeper.connect for the broker."),
+    kafka_version: Optional[str] = typer.Option(
+        None, "--kafka-version", help="Restart the broker on another Kafka release (a step of a rolling upgrade), "
+                                      f"{KAFKA_RANGE_TEXT}."),
     timeout: str = HEALTH_TIMEOUT_OPTION,
     directory: Optional[Path] = DIR_OPTION,
 ) -> None:
@@ -215,4 +233,4 @@ def restart_broker(
     seconds = parse_duration(timeout, "--timeout")
     sandbox.node(f"kafka-{broker_id}")
     _restarted(sandbox, f"kafka-{broker_id}", lambda progress: sandbox.restart_broker(
-        broker_id, zookeeper, health_timeout_s=seconds, progress=progress))
+        broker_id, zookeeper, health_timeout_s=seconds, progress=progress, kafka_version=kafka_version))

@@ -128,20 +128,29 @@ def list_operation(wanted: set[str], adds: set[str], drops: set[str], present: s
     ``subtract``, or ``None`` when nothing is to be written. The whole config is deleted only when
     the topic wants nothing and every entry present is kmigrate's.
 
+    A list with no entry is SET, never appended to: Kafka 2.4 to 2.6 fail an APPEND (and a SUBTRACT)
+    on a list config with no value (``Cannot invoke "String.split(String)"``), and an empty string
+    left behind would be appended to as ``",0:4"``. A SUBTRACT never takes the last entry (that
+    leaves an empty string on those releases): the config is deleted instead. One rule for every release.
+
     >>> list_operation({"0:4"}, {"0:4"}, set(), set(), set())
-    ('append', '0:4')
+    ('set', '0:4')
+    >>> list_operation({"0:4", "1:4"}, {"1:4"}, set(), {"0:4"}, {"0:4"})
+    ('append', '1:4')
     >>> list_operation(set(), set(), {"0:4"}, {"0:4"}, {"0:4"})
     ('delete', None)
     >>> list_operation(set(), set(), {"0:4"}, {"0:4", "1:9"}, {"0:4"})
     ('subtract', '0:4')
     """
-    if adds and drops:
+    if (adds and drops) or (adds and not present):
         return "set", format_entries(sorted((present - drops) | adds))
     if adds:
         return "append", format_entries(sorted(adds))
     if drops and not wanted and present <= ours:
         return ("delete", None) if present else None
     if drops & present:
+        if present <= drops:  # the last entries: delete, never leave an empty string
+            return "delete", None
         return "subtract", format_entries(sorted(drops & present))
     return None
 

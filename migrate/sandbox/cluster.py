@@ -16,14 +16,16 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 import javaproperties
 
 from migrate.adapters import fourletter
-from migrate.adapters.jars import KAFKA_MAIN, ZOOKEEPER_MAIN, Distribution, cache_dir, ensure_distribution
+from migrate.adapters.jars import (
+    KAFKA_MAIN, KAFKA_VERSION, ZOOKEEPER_MAIN, ZOOKEEPER_VERSION, Distribution, cache_dir, ensure_distribution,
+)
 from migrate.errors import BadInput, StepFailed
 from migrate.runner.waiting import poll, wait_until
 from migrate.sandbox import security as sandbox_security
@@ -63,12 +65,14 @@ def _zookeeper(hosts: str, timeout_s: float, auth: list[tuple[str, str]] | None 
     return ZooKeeper.connect(hosts, auth=auth, timeout_s=timeout_s)
 
 
-def fetch_jars():
+def fetch_jars(kafka_version: str = KAFKA_VERSION, zookeeper_version: str = ZOOKEEPER_VERSION):
     """The servers' jars and Spark's Kafka source, fetched from Maven Central into the cache once
     (``kmigrate sandbox fetch``): ``(Distribution, KafkaSourceJars)``."""
     from migrate.adapters.spark import kafka_source_jars
+    from migrate.core.versions import check_kafka_version, check_zookeeper_version
 
-    return ensure_distribution(), kafka_source_jars()
+    dist = ensure_distribution(check_kafka_version(kafka_version), check_zookeeper_version(zookeeper_version))
+    return dist, kafka_source_jars()
 
 
 def _process_state(pid: int) -> str | None:
@@ -129,7 +133,7 @@ class Sandbox:
         self.spec: SandboxSpec | None = None
         self.nodes: dict[str, NodeState] = {}
         self._children: dict[int, subprocess.Popen] = {}
-        self._dist: Distribution | None = None
+        self._dists: dict[tuple[str, str], Distribution] = {}
         self.started_s: dict[str, float] = {}
         if (self.dir / STATE_FILE).exists():
             self._load()
@@ -197,9 +201,22 @@ class Sandbox:
 
     @property
     def dist(self) -> Distribution:
-        if self._dist is None:
-            self._dist = ensure_distribution()
-        return self._dist
+        """The jars of the sandbox's releases: its ZooKeeper servers, and its brokers but those
+        ``broker_kafka_versions`` puts on another release (:meth:`broker_dist`)."""
+        spec = self.spec
+        return self._dist_of(spec.kafka_version if spec else KAFKA_VERSION,
+                             spec.zookeeper_version if spec else ZOOKEEPER_VERSION)
+
+    def broker_dist(self, broker_id: int) -> Distribution:
+        """The jars broker ``broker_id`` runs (its own Kafka release in a rolling upgrade)."""
+        spec = self._require()
+        return self._dist_of(spec.kafka_version_of(broker_id), spec.zookeeper_version)
+
+    def _dist_of(self, kafka_version: str, zookeeper_version: str) -> Distribution:
+        key = (kafka_version, zookeeper_version)
+        if key not in self._dists:
+            self._dists[key] = ensure_distribution(kafka_version, zookeeper_version)
+        return self._dists[key]
 
     # ------------------------------------------------------------- processes
     def is_alive(self, name: str) -> bool:
@@ -260,7 +277,9 @@ class Sandbox:
                 "run kmigrate sandbox down first, or use another --dir"
             )
         self._check_ports(spec)
-        dist = self.dist
+        dist = self._dist_of(spec.kafka_version, spec.zookeeper_version)  # fetched before anything is removed
+        for b in spec.brokers:
+            self._dist_of(spec.kafka_version_of(b.id), spec.zookeeper_version)
         if self.dir.exists():
             shutil.rmtree(self.dir)
         self.dir.mkdir(parents=True)
@@ -418,7 +437,7 @@ class Sandbox:
             props.update(spec.kafka_settings)
         write_private(home / "server.properties", javaproperties.dumps(props, timestamp=False, sort_keys=True))
         (home / "log4j.properties").write_text(log4j_properties(str(home / "server.log")))
-        self._launch_broker(node, spec, self.dist)
+        self._launch_broker(node, spec, self.broker_dist(node.id))
 
     def _launch_broker(self, node: NodeState, spec: SandboxSpec, dist: Distribution) -> None:
         home = Path(node.dir)
@@ -635,7 +654,7 @@ class Sandbox:
                 self.wait_zookeeper([name], timeout_s=90)
         else:
             self._wait_registration_gone(node)
-            self._launch_broker(node, spec, self.dist)
+            self._launch_broker(node, spec, self.broker_dist(node.id))
             if wait:
                 self.wait_brokers([name], timeout_s=180)
 
@@ -667,11 +686,19 @@ class Sandbox:
 
     def restart_broker(self, broker_id: int, zookeeper_connect: str | None = None, wait: bool = True,
                        health_timeout_s: float | None = 300,
-                       progress: Callable[[str], None] = lambda msg: None) -> None:
-        """Restart one broker, optionally with a new ``zookeeper.connect`` (one step of a rolling restart); with
-        ``wait``, return once it serves and the cluster is healthy (``health_timeout_s=None``: once it serves)."""
+                       progress: Callable[[str], None] = lambda msg: None, kafka_version: str | None = None) -> None:
+        """Restart one broker, optionally with a new ``zookeeper.connect`` (one step of a rolling restart) or on
+        another Kafka release (``kafka_version``: one step of a rolling upgrade); with ``wait``, return once it
+        serves and the cluster is healthy (``health_timeout_s=None``: once it serves)."""
         name = f"kafka-{broker_id}"
         node = self.node(name)
+        if kafka_version is not None:
+            spec = self._require()
+            versions = {**spec.broker_kafka_versions, str(broker_id): kafka_version}
+            new_spec = replace(spec, broker_kafka_versions=versions)  # checks the release: bad input changes nothing
+            self._dist_of(kafka_version, spec.zookeeper_version)  # fetched before the broker stops
+            self.spec = new_spec
+            self._save()
         if zookeeper_connect is not None:
             props = self.broker_properties(broker_id)
             props["zookeeper.connect"] = zookeeper_connect

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from migrate.adapters.jars import KAFKA_VERSION, ZOOKEEPER_VERSION
+from migrate.core.versions import check_kafka_version, check_zookeeper_version
 from migrate.errors import BadInput
 
 AVAILABILITY_DOMAINS = 3
@@ -81,6 +83,10 @@ class SandboxSpec:
     kafka_heap_mb: int = 320
     kafka_settings: dict[str, str] = field(default_factory=dict)  # extra server.properties
     security: str = "plaintext"  # plaintext | sasl_plaintext | sasl_ssl | mtls (migrate.sandbox.security)
+    kafka_version: str = KAFKA_VERSION  # every broker's release (Maven Central), 2.4.x .. 3.9.x
+    zookeeper_version: str = ZOOKEEPER_VERSION  # every ZooKeeper server's release, 3.5.x .. 3.8.x
+    # brokers on another release than kafka_version ("broker id" -> release): a cluster in the middle of a rolling upgrade
+    broker_kafka_versions: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         zk = self.zookeeper_ids + self.spare_zookeeper_ids
@@ -107,8 +113,18 @@ class SandboxSpec:
             raise BadInput(f"--ip-prefix {self.ip_prefix!r} must be three octets of the loopback range, like 127.0.0")
         if self.security not in ("plaintext", "sasl_plaintext", "sasl_ssl", "mtls"):
             raise BadInput(f"--security {self.security!r}: choose one of plaintext, sasl_plaintext, sasl_ssl, mtls")
+        check_kafka_version(self.kafka_version)
+        check_zookeeper_version(self.zookeeper_version)
+        for b, v in self.broker_kafka_versions.items():
+            if not str(b).isdigit() or int(b) not in brokers:
+                raise BadInput(f"--broker-kafka-version {b}={v}: {b} is not a broker id of this sandbox ({list(brokers)})")
+            check_kafka_version(v, f"--broker-kafka-version {b}=")
         if self.chroot and (not self.chroot.startswith("/") or self.chroot.endswith("/")):
             raise BadInput(f"--chroot {self.chroot!r} must start with / and not end with /, like /kafka")
+
+    def kafka_version_of(self, broker_id: int) -> str:
+        """The Kafka release broker ``broker_id`` runs."""
+        return self.broker_kafka_versions.get(str(broker_id), self.kafka_version)
 
     def host(self, position: int) -> str:
         return f"{self.ip_prefix}.{position}"

@@ -81,7 +81,11 @@ def test_list_operation_picks_the_one_incremental_change():
     from migrate.core.throttles import list_operation
 
     assert list_operation({"1:4"}, {"1:4"}, {"0:4"}, {"0:4", "9:9"}, {"0:4"}) == ("set", "1:4,9:9")
-    assert list_operation({"0:4", "1:4"}, {"1:4", "0:4"}, set(), set(), set()) == ("append", "0:4,1:4")
+    # an empty list is SET (Kafka 2.4-2.6 fail an APPEND to a list with no value), a list with entries appended to
+    assert list_operation({"0:4", "1:4"}, {"1:4", "0:4"}, set(), set(), set()) == ("set", "0:4,1:4")
+    assert list_operation({"0:4", "1:4"}, {"1:4"}, set(), {"0:4", "9:9"}, {"0:4"}) == ("append", "1:4")
+    # the last entries are deleted, never subtracted (a SUBTRACT leaves an empty string on Kafka 2.4)
+    assert list_operation({"5:5"}, set(), {"0:4"}, {"0:4"}, {"0:4"}) == ("delete", None)
     assert list_operation(set(), set(), {"0:4"}, {"0:4"}, {"0:4"}) == ("delete", None)
     assert list_operation(set(), set(), {"0:4"}, set(), {"0:4"}) is None  # already gone
     assert list_operation(set(), set(), {"0:4"}, {"0:4", "9:9"}, {"0:4"}) == ("subtract", "0:4")  # 9:9 is someone else's

@@ -1,0 +1,79 @@
+"""The Kafka and ZooKeeper releases kmigrate supports, and what each can do, as pure values.
+
+kmigrate claims Kafka 2.4 to 3.9 in ZooKeeper mode (2.4 brings the reassignment API, KIP-455;
+3.9 is the last release with ZooKeeper) and ZooKeeper 3.5 to 3.8 (3.5 brings dynamic
+reconfiguration). Every decision that depends on a release reads it here.
+
+    >>> check_kafka_version("2.4.1"), check_zookeeper_version("3.5.7")
+    ('2.4.1', '3.5.7')
+    >>> kafka_release_of("2.4-IV1"), kafka_release_of("3.9-IV0"), kafka_release_of("0.10.2")
+    ('2.4', '3.9', '0.10')
+"""
+
+from __future__ import annotations
+
+import re
+
+from migrate.errors import BadInput
+
+KAFKA_RANGE = ((2, 4), (3, 9))
+ZOOKEEPER_RANGE = ((3, 5), (3, 8))
+KAFKA_RANGE_TEXT = "2.4.x to 3.9.x"
+ZOOKEEPER_RANGE_TEXT = "3.5.x to 3.8.x"
+
+_RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+
+
+def _minor(version: str) -> tuple[int, int] | None:
+    m = _RELEASE.match(version.strip())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _check(version: str, low_high: tuple[tuple[int, int], tuple[int, int]], what: str, text: str, example: str) -> str:
+    minor = _minor(version)
+    if minor is None or not low_high[0] <= minor <= low_high[1]:
+        raise BadInput(f"{what} version {version!r} is not supported: give a release from {text} "
+                       f"(three numbers, like {example})")
+    return version.strip()
+
+
+def check_kafka_version(version: str, option: str = "--kafka-version") -> str:
+    """``version`` when it is a Kafka release kmigrate supports (2.4.0 .. 3.9.x), else BadInput.
+
+    >>> check_kafka_version("4.0.0")
+    Traceback (most recent call last):
+    ...
+    migrate.errors.BadInput: --kafka-version 4.0.0: Kafka version '4.0.0' is not supported: give a release from 2.4.x to 3.9.x (three numbers, like 3.9.2)
+    """
+    try:
+        return _check(version, KAFKA_RANGE, "Kafka", KAFKA_RANGE_TEXT, "3.9.2")
+    except BadInput as exc:
+        raise BadInput(f"{option} {version}: {exc}") from None
+
+
+def check_zookeeper_version(version: str, option: str = "--zookeeper-version") -> str:
+    """``version`` when it is a ZooKeeper release kmigrate supports (3.5.0 .. 3.8.x), else BadInput."""
+    try:
+        return _check(version, ZOOKEEPER_RANGE, "ZooKeeper", ZOOKEEPER_RANGE_TEXT, "3.8.6")
+    except BadInput as exc:
+        raise BadInput(f"{option} {version}: {exc}") from None
+
+
+def kafka_release_of(protocol_version: str) -> str:
+    """The ``major.minor`` of an ``inter.broker.protocol.version`` value (``2.4-IV1`` -> ``2.4``)."""
+    parts = protocol_version.strip().split("-", 1)[0].split(".")
+    return ".".join(parts[:2])
+
+
+def release_tuple(release: str) -> tuple[int, int] | None:
+    """``"2.8"`` / ``"2.8.2"`` -> ``(2, 8)``; None when it is not a release number."""
+    parts = release.strip().split("-", 1)[0].split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def supports_max_timestamp(release: tuple[int, int] | None) -> bool:
+    """ListOffsets ``MAX_TIMESTAMP`` (KIP-734) is answered by brokers from Kafka 3.0 on."""
+    return release is not None and release >= (3, 0)
+
