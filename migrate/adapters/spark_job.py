@@ -305,9 +305,16 @@ def digest_alignments(spark, kafka_options: dict[str, str], ranges: list[ReadRan
         F.count(F.lit(1)).alias("records"), *_sum_pieces(F.col("h1"), "hash1"), *_sum_pieces(F.col("h2"), "hash2"),
         F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"),
         F.max(F.unix_millis(F.col("timestamp"))).alias("max_ts"))
+    # the records in between with each content once: a mirror that copied a stretch again (MirrorMaker 1
+    # after a crash) holds the same distinct records as its source, more of them
+    distinct = (df.where(piece == 1).dropDuplicates(["topic", "partition", "h1", "h2"]).groupBy("topic", "partition")
+                .agg(F.count(F.lit(1)).alias("records"), *_sum_pieces(F.col("h1"), "hash1"),
+                     *_sum_pieces(F.col("h2"), "hash2")))
     found: dict[tuple[str, int], dict[int, object]] = {}
     for r in collect(agg):
         found.setdefault((r["topic"], r["partition"]), {})[int(r["piece"])] = r
+    once = {(r["topic"], r["partition"]): Digest(int(r["records"]), _join_pieces(r, "hash1"), _join_pieces(r, "hash2"))
+            for r in collect(distinct)}
     out = {}
     for r in to_read:
         pieces = found.get((r.topic, r.partition), {})
@@ -317,5 +324,5 @@ def digest_alignments(spark, kafka_options: dict[str, str], ranges: list[ReadRan
             None if before is None or before["max_ts"] is None else int(before["max_ts"]),
             Digest(int(common["records"]), _join_pieces(common, "hash1"), _join_pieces(common, "hash2"),
                    common["first_offset"], common["last_offset"], int(common["records"])) if common else Digest(),
-            int(after["records"]) if after else 0)
+            int(after["records"]) if after else 0, once.get((r.topic, r.partition), Digest()))
     return out

@@ -175,6 +175,7 @@ def start(source_bootstrap: str = SOURCE, target_bootstrap: str = TARGET,
         return mirror_connect.emit_connect_configs(req, tasks, out, output)
     if mirror1.check_engine(engine) == "mirrormaker1":
         return mirror1.start(req, _state_dir(state_dir), heap_mb, instances, output)
+    mirror1.refuse_other_engine(_state_dir(state_dir))
     result = run_start(req, _state_dir(state_dir), heap_mb=heap_mb, tasks=tasks)
     if output == OutputFormat.json:
         emit_json(result.to_dict())

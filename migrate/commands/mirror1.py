@@ -40,6 +40,12 @@ def engine_of(state_dir: Path) -> str:
     return read(state_dir)
 
 
+def refuse_other_engine(state_dir: Path) -> None:
+    from migrate.runner.mirror1 import refuse_if_running
+
+    refuse_if_running(state_dir)
+
+
 def start(req, state_dir: Path, heap_mb: int, instances: int, output: OutputFormat) -> None:
     from migrate.commands.mirror import _render_created
     from migrate.runner.mirror1 import start as run_start

@@ -285,8 +285,10 @@ def _render(report: Report, output: OutputFormat) -> None:
     n = len(report.partitions)
     expired = sum(p.expired for p in report.partitions)
     unverifiable = sum(p.unverifiable for p in report.partitions)
+    duplicates = sum(p.duplicates for p in report.partitions)
     extra = (f", {expired} expired as configured" if expired else "") + \
-        (f", {unverifiable} not verifiable (chunks straddling a new log start)" if unverifiable else "")
+        (f", {unverifiable} not verifiable (chunks straddling a new log start)" if unverifiable else "") + \
+        (f", {duplicates} copied more than once on the {right} (duplicates, not a loss)" if duplicates else "")
     if report.ok:
         console.print(f"[green]OK[/green]: {len(report.topics)} topics, {n} partitions, "
                       f"{sum(p.verified for p in report.partitions)} records verified{extra}: "

@@ -50,6 +50,7 @@ class PartitionResult:
     expired_side: str | None = None
     unverifiable: int = 0  # records of a chunk straddling the new log start: neither compared nor judged
     differing: int = 0  # records in the pieces that differ
+    duplicates: int = 0  # extra copies on the target of records the source holds (a mirror restarted): not a loss
 
     @property
     def ok(self) -> bool:
@@ -135,6 +136,7 @@ class Report:
                         "left_records": self.records("left"), "right_records": self.records("right"),
                         "differing_partitions": len(self.differing), "differing_topics": list(self.differing_topics),
                         "tail_records": sum(p.tail_records for p in self.partitions),
+                        "duplicate_records": sum(p.duplicates for p in self.partitions),
                         **{f"{k}_records": sum(getattr(p, k) for p in self.partitions)
                            for k in ("verified", "expired", "unverifiable", "differing")}},
             "topics": self.topic_rows(),
@@ -143,6 +145,7 @@ class Report:
                  "notes": list(p.notes), "tail_records": p.tail_records, "tail_side": p.tail_side,
                  "verified_records": p.verified, "expired_records": p.expired, "expired_side": p.expired_side,
                  "unverifiable_records": p.unverifiable, "differing_records": p.differing,
+                 "duplicate_records": p.duplicates,
                  self.left.label: figures(p.left), self.right.label: figures(p.right)}
                 for p in self.partitions
             ],
@@ -430,6 +433,7 @@ class Alignment:
     before_max_timestamp: int | None = None  # newest of the records before
     common: Digest = field(default_factory=Digest)
     after: int = 0
+    distinct: Digest | None = None  # the records in between with each content once (None: not digested)
 
 
 def alignment_requests(source: Snapshot, target: Snapshot) -> dict[str, dict[tuple[str, int], tuple]]:
@@ -489,7 +493,11 @@ def _cross_plain(s: PartitionSnapshot, t: PartitionSnapshot, aligned: tuple[Alig
         return PartitionResult(s.topic, s.partition, (f"partition empty on the {lacking} (records source {ns}, "
                                                       f"target {nt})",), s, t, differing=max(ns, nt))
     sa, ta = aligned
-    if sa is None or ta is None or not sa.common.same_content(ta.common) or not sa.common.records:
+    duplicates = _duplicates(sa, ta)
+    if duplicates:
+        notes.append(f"{duplicates} records copied more than once on the target (every record of the source is "
+                     "there: duplicates, not a loss)")
+    if sa is None or ta is None or not (duplicates or sa.common.same_content(ta.common)) or not sa.common.records:
         both = "" if sa is None or ta is None else "; the records both hold differ"
         what = f"records: source {ns}, target {nt}" if ns != nt else f"content differs (records {ns} on both sides)"
         return PartitionResult(s.topic, s.partition, (what + both,), s, t, differing=max(ns, nt))
@@ -516,7 +524,19 @@ def _cross_plain(s: PartitionSnapshot, t: PartitionSnapshot, aligned: tuple[Alig
                         f"the {ta.common.records} both hold match")
     differing = sum(a.before for a in (sa, ta)) - expired + ta.after if problems else 0
     return PartitionResult(s.topic, s.partition, tuple(problems), s, t, tail, tail_side, tuple(notes),
-                           sa.common.records, expired, expired_side, 0, differing)
+                           sa.common.records, expired, expired_side, 0, differing, duplicates)
+
+
+def _duplicates(sa: Alignment | None, ta: Alignment | None) -> int:
+    """Extra records on the target between the common first and last records, when with each content
+    counted once both sides hold the same records (a mirror that copied a stretch again). Records of
+    identical content are told apart by their count only."""
+    if sa is None or ta is None or sa.distinct is None or ta.distinct is None or sa.common.same_content(ta.common):
+        return 0
+    if not sa.distinct.same_content(ta.distinct):
+        return 0
+    extra = (ta.common.records - ta.distinct.records) - (sa.common.records - sa.distinct.records)
+    return max(0, extra) if ta.common.records > sa.common.records else 0
 
 
 def compare_cross(source: Snapshot, target: Snapshot,

@@ -36,6 +36,14 @@ def engine_of(state_dir: Path) -> str:
     return state.get("engine") or "mirrormaker2"
 
 
+def refuse_if_running(state_dir: Path) -> None:
+    """Before another engine starts from ``state_dir``: a running MirrorMaker 1 would be left unmanaged."""
+    running = [p.index for p in _procs(state_dir) if p.pid() is not None]
+    if running:
+        raise BadInput(f"MirrorMaker 1 runs from {state_dir} (instances {running}): run kmigrate mirror stop first, "
+                       "or give another --state-dir")
+
+
 def _procs(state_dir: Path, count: int | None = None) -> list[MirrorMaker1Process]:
     indexes = list(range(count)) if count is not None else instance_indexes(state_dir)
     return [MirrorMaker1Process(state_dir, i) for i in indexes]
