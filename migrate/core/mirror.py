@@ -277,6 +277,9 @@ class MirrorDefinition:
     source_consumer: dict[str, str]  # MirrorMaker's consumer on the source
     target_worker: dict[str, str]  # the target's Connect worker (the worker that runs the connectors)
     worker: dict[str, str]  # Connect worker keys of every herder (its internal topics)
+    # Connect's own connector keys (not MirrorMaker's: a dedicated MirrorMaker passes them on only
+    # under the flow's prefix, source->target.*)
+    framework: dict[str, str] = field(default_factory=dict)
 
 
 def mirror_definition(plan: MirrorPlan, source_client: dict[str, str], target_client: dict[str, str], *,
@@ -313,10 +316,13 @@ def mirror_definition(plan: MirrorPlan, source_client: dict[str, str], target_cl
     worker = {"offset.storage.replication.factor": rf, "config.storage.replication.factor": rf,
               "status.storage.replication.factor": rf}
     target_worker = {"offset.flush.interval.ms": "5000", "exactly.once.source.support": "enabled"}
+    # exactly-once commits a transaction per poll by default (a few hundred records): one per second
+    # copied twice as fast on a 2-core machine (tests/bench/bench_mirror.py)
+    framework = {"transaction.boundary": "interval", "transaction.boundary.interval.ms": "1000"}
     return MirrorDefinition(plan.source.bootstrap, plan.target.bootstrap,
                             {k: v for k, v in sorted(source_client.items()) if k != "bootstrap.servers"},
                             {k: v for k, v in sorted(target_client.items()) if k != "bootstrap.servers"},
-                            connector, {"isolation.level": "read_committed"}, target_worker, worker)
+                            connector, {"isolation.level": "read_committed"}, target_worker, worker, framework)
 
 
 def mm2_properties(plan: MirrorPlan, source_client: dict[str, str], target_client: dict[str, str], *,
@@ -343,6 +349,7 @@ def mm2_properties(plan: MirrorPlan, source_client: dict[str, str], target_clien
     props.update(d.worker)
     props.update({f"{TARGET_ALIAS}.{k}": v for k, v in d.target_worker.items()})
     props.update({f"{SOURCE_ALIAS}.consumer.{k}": v for k, v in d.source_consumer.items()})
+    props.update({f"{flow}.{k}": v for k, v in d.framework.items()})
     props.update({
         "dedicated.mode.enable.internal.rest": "true",
         # every plugin in Kafka's jars has a ServiceLoader manifest: skip the reflection scan of the

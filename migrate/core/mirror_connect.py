@@ -53,6 +53,7 @@ def connector_configs(d: MirrorDefinition) -> list[dict]:
         **_side("target", d.target_client),
         **d.connector,
         **{f"source.consumer.{k}": v for k, v in d.source_consumer.items()},
+        **d.framework,
         **{k: BYTE_ARRAY_CONVERTER for k in CONVERTERS},
     }
     out = []

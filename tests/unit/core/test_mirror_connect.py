@@ -57,7 +57,8 @@ def test_connector_jsons_agree_with_mm2_properties_key_by_key():
         assert {"replication.policy.class", "replication.policy.separator", "offset-syncs.topic.location", "topics",
                 "topics.exclude", "groups", "source.cluster.bootstrap.servers", "target.cluster.bootstrap.servers",
                 "source.cluster.security.protocol", "source.consumer.isolation.level", "source.consumer.fetch.max.bytes",
-                "target.cluster.ssl.keystore.password", "sync.group.offsets.enabled", "tasks.max"} <= overlap
+                "target.cluster.ssl.keystore.password", "sync.group.offsets.enabled", "tasks.max",
+                "transaction.boundary"} <= overlap
         differing = {k: (config[k], dedicated[k]) for k in overlap if config[k] != dedicated[k] and config[k] != HIDDEN}
         assert differing == {}
         # keys only in the JSON: the connector's identity and what a dedicated MirrorMaker sets by default

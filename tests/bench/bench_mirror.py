@@ -1,0 +1,203 @@
+"""Benchmark: ``kmigrate mirror`` against MirrorMaker 2 started by hand with its defaults, copying the same data.
+
+    python tests/bench/bench_mirror.py                    # 2 GB in 20 topics of 3 partitions, 1 KB records
+    python tests/bench/bench_mirror.py --mb 200 --json     # a smaller run
+
+Starts two sandboxes (source and target: 1 ZooKeeper and 1 broker each) on free loopback prefixes, writes
+the data into ``--topics`` topics of the source with a confluent-kafka producer (not timed), then times,
+one after the other on the same clusters:
+
+* kmigrate: ``mirror start`` (plan, topic creation on the target, a dedicated MirrorMaker 2 with
+  kmigrate's generated mm2.properties: identity names, exactly-once, 2 tasks) until ``mirror status``
+  first reports lag 0 (read every second from MirrorMaker's Connect offsets, which it flushes every
+  5 s); then ``mirror stop``;
+* by hand: the plain ``connect-mirror-maker`` driver (``org.apache.kafka.connect.mirror.MirrorMaker``
+  with ``connect-mirror-maker.sh``'s -Xmx2G) on a minimal mm2.properties: ``A->B.enabled = true``, the
+  topic filter, DefaultReplicationPolicy (target topics ``A.<topic>``, so both copies fit one target),
+  and the replication factors a 1-broker target needs; every other setting is MirrorMaker's default.
+  Done when the target topics' end offsets equal the source's (polled every 0.5 s; at-least-once
+  without transactions, so equal offsets mean every record). Then SIGTERM.
+
+It prints both times, their throughput, when each copied its first records (kmigrate: and when its
+MirrorMaker started, after the plan and the topics) and the ratio (kmigrate / by hand; target: within
+1.1x). The data is fresh in the page cache for both runs. Not collected by pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from migrate.adapters.jars import MIRROR_MAKER_MAIN, ensure_distribution  # noqa: E402
+from migrate.adapters.mirrormaker import LOG4J  # noqa: E402
+from migrate.runner.mirror import Request, Side, start, stop, wait_caught_up  # noqa: E402
+from migrate.sandbox.testing import running_sandbox  # noqa: E402
+
+SMALL = dict(zookeeper_ids=(1,), broker_ids=(1,), zookeeper_heap_mb=64, kafka_heap_mb=512)
+PREFIX = "bench-"
+
+
+def fill(bootstrap: str, topics: int, partitions: int, total_bytes: int, size: int) -> dict[tuple[str, int], int]:
+    """Create the topics and write ``total_bytes`` of ``size``-byte records over them; the end offsets."""
+    names = [f"{PREFIX}{i:02d}" for i in range(topics)]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(n, partitions, 1) for n in names]).values():
+        f.result()
+    pool = os.urandom(1 << 20)  # incompressible values, sliced at moving offsets
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20, "acks": "all",
+                         "queue.buffering.max.kbytes": 1 << 20})
+    records = total_bytes // size
+    for i in range(records):
+        at = (i * 7919) % ((1 << 20) - size)
+        while True:
+            try:
+                producer.produce(names[i % topics], key=str(i).encode(), value=pool[at:at + size])
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if i % 10000 == 0:
+            producer.poll(0)
+    assert producer.flush(300) == 0
+    return ends(bootstrap, {n: partitions for n in names})
+
+
+def ends(bootstrap: str, topics: dict[str, int]) -> dict[tuple[str, int], int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-ends"})
+    try:
+        return {(t, p): consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[1]
+                for t, n in topics.items() for p in range(n)}
+    finally:
+        consumer.close()
+
+
+_last_progress = [0.0]
+
+
+def progress(line: str, t0: float) -> None:
+    """A progress line every 10 s (to stderr)."""
+    now = time.monotonic()
+    if now - _last_progress[0] >= 10:
+        _last_progress[0] = now
+        print(f"  {now - t0:6.1f} s  {line}", file=sys.stderr, flush=True)
+
+
+def time_kmigrate(source: str, target: str, state_dir: Path, records: int) -> tuple[float, float, float]:
+    """(seconds to lag 0, to MirrorMaker started (plan and topics done), to the first record copied)."""
+    req = Request(Side(source), Side(target, role="target"), f"{PREFIX}.*")
+    t0 = time.monotonic()
+    done: list[float] = []
+    first: list[float] = []
+    start(req, state_dir, heap_mb=1024, tasks=2)
+    started = time.monotonic() - t0
+
+    def seen(status) -> None:
+        if status.total_lag < records and not first:
+            first.append(time.monotonic() - t0)
+        if status.caught_up and not done:
+            done.append(time.monotonic())
+        progress(f"kmigrate: lag {status.total_lag} records", t0)
+    try:
+        caught_up, last = wait_caught_up(state_dir, None, None, None, timeout_s=3600, interval_s=1.0, on_status=seen)
+        assert caught_up, f"kmigrate's MirrorMaker not caught up: lag {last.total_lag}"
+        return done[0] - t0, started, first[0]
+    finally:
+        stop(state_dir, 30)
+
+
+def time_by_hand(source: str, target: str, home: Path, source_ends: dict[tuple[str, int], int]) -> tuple[float, float]:
+    """(seconds until every record is on the target, until the first one is)."""
+    props = {
+        "clusters": "A, B", "A.bootstrap.servers": source, "B.bootstrap.servers": target,
+        "A->B.enabled": "true", "A->B.topics": f"{PREFIX}.*",
+        # a 1-broker target: MirrorMaker's defaults (2 and 3) cannot be created there
+        "replication.factor": "1", "checkpoints.topic.replication.factor": "1",
+        "heartbeats.topic.replication.factor": "1", "offset-syncs.topic.replication.factor": "1",
+        "offset.storage.replication.factor": "1", "status.storage.replication.factor": "1",
+        "config.storage.replication.factor": "1",
+    }
+    (home / "mm2.properties").write_text("".join(f"{k} = {v}\n" for k, v in props.items()))
+    (home / "log4j.properties").write_text(LOG4J)
+    command = ensure_distribution().java_command(MIRROR_MAKER_MAIN, [str(home / "mm2.properties")], [
+        "-Xms256M", "-Xmx2G", f"-Dlog4j.configuration=file:{home / 'log4j.properties'}"])
+    wanted = {(f"A.{t}", p): e for (t, p), e in source_ends.items()}
+    topics: dict[str, int] = {}
+    for t, p in wanted:
+        topics[t] = max(topics.get(t, 0), p + 1)
+    first: list[float] = []
+    t0 = time.monotonic()
+    with open(home / "mm2.log", "ab") as log:
+        proc = subprocess.Popen(command, cwd=home, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    admin = AdminClient({"bootstrap.servers": target})
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"MirrorMaker 2 exited: see {home / 'mm2.log'}")
+            present = admin.list_topics(timeout=10).topics
+            now = ends(target, {t: n for t, n in topics.items() if t in present})
+            if sum(now.values()) and not first:
+                first.append(time.monotonic() - t0)
+            if now == wanted:
+                return time.monotonic() - t0, first[0]
+            progress(f"by hand: {sum(now.values())} of {sum(wanted.values())} records copied", t0)
+            time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gb", type=float, default=2.0, help="Data to mirror, in GB (default 2).")
+    ap.add_argument("--mb", type=float, help="Data to mirror, in MB (overrides --gb).")
+    ap.add_argument("--topics", type=int, default=20)
+    ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--record-size", type=int, default=1024)
+    ap.add_argument("--json", action="store_true", help="Print the figures as JSON too.")
+    ap.add_argument("--keep", action="store_true", help="Keep MirrorMakers' logs (their directory is printed).")
+    args = ap.parse_args()
+    total = int((args.mb * 1e6) if args.mb is not None else args.gb * 1e9)
+    with running_sandbox(SMALL) as src, running_sandbox(SMALL) as tgt, tempfile.TemporaryDirectory() as scratch:
+        tmp = tempfile.mkdtemp(prefix="bench-mirror-") if args.keep else scratch
+        source, target = src.bootstrap_servers(), tgt.bootstrap_servers()
+        if args.keep:
+            print(f"MirrorMakers' files in {tmp}", flush=True)
+        t0 = time.monotonic()
+        source_ends = fill(source, args.topics, args.partitions, total, args.record_size)
+        records = sum(source_ends.values())
+        print(f"wrote {records} records ({total / 1e6:.0f} MB) in {args.topics} topics x {args.partitions} "
+              f"partitions in {time.monotonic() - t0:.1f} s", flush=True)
+        subprocess.run(["sync"], check=False)
+        kmigrate_s, started_s, k_first_s = time_kmigrate(source, target, Path(tmp) / "kmigrate", records)
+        print(f"kmigrate mirror start -> lag 0        {kmigrate_s:8.1f} s  {total / 1e6 / kmigrate_s:6.1f} MB/s "
+              f"(MirrorMaker started at {started_s:.1f} s, first records copied by {k_first_s:.1f} s)", flush=True)
+        (Path(tmp) / "hand").mkdir()
+        hand_s, h_first_s = time_by_hand(source, target, Path(tmp) / "hand", source_ends)
+        print(f"MirrorMaker 2 by hand -> all copied   {hand_s:8.1f} s  {total / 1e6 / hand_s:6.1f} MB/s "
+              f"(first records copied by {h_first_s:.1f} s)", flush=True)
+        ratio = kmigrate_s / hand_s
+        print(f"ratio kmigrate / by hand: {ratio:.2f} (target <= 1.10: {'met' if ratio <= 1.1 else 'NOT met'})")
+        if args.json:
+            print(json.dumps({"records": records, "bytes": total, "topics": args.topics, "partitions": args.partitions,
+                              "kmigrate_s": round(kmigrate_s, 1), "kmigrate_started_s": round(started_s, 1),
+                              "kmigrate_first_copied_s": round(k_first_s, 1), "by_hand_s": round(hand_s, 1),
+                              "by_hand_first_copied_s": round(h_first_s, 1),
+                              "ratio": round(ratio, 2)}))
+
+
+if __name__ == "__main__":
+    main()
