@@ -193,3 +193,22 @@ def read_mirror_configs(paths: list[Path]) -> tuple[list[tuple[str, dict[str, st
         except ValueError as exc:
             raise BadInput(f"{path}: cannot read it as Java properties ({exc})") from None
     return properties, documents
+
+
+def zk_auth(given: str | None, file: str | Path | None) -> str | None:
+    """The ZooKeeper digest ``user:password`` of ``--zk-auth`` or of the file ``--zk-auth-file`` names (one
+    line ``user:password``, kept off the command line and out of ``ps``). The secret is never echoed."""
+    if file is None:
+        return given
+    if given:
+        raise BadInput("give either --zk-auth or --zk-auth-file, not both")
+    p = Path(file)
+    try:
+        lines = [ln.strip() for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    except FileNotFoundError:
+        raise BadInput(f"--zk-auth-file {p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"--zk-auth-file {p}: cannot read it ({type(exc).__name__})") from None
+    if len(lines) != 1 or ":" not in lines[0] or lines[0].startswith(":"):
+        raise BadInput(f"--zk-auth-file {p}: expected one line user:password (ZooKeeper digest authentication)")
+    return lines[0]

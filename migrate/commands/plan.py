@@ -10,6 +10,7 @@ from rich.table import Table
 
 from migrate.core.clientconfig import ClientSettings, translate
 from migrate.files import client_settings, load_playbook
+from migrate.files import zk_auth as zk_auth_from
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.errors import EXIT_FAILURE, BadInput
 from migrate.core.model import ClusterSnapshot, snapshot_from_json, snapshot_to_dict, snapshot_to_json
@@ -21,7 +22,11 @@ PLAYBOOK_OPTION = typer.Option(None, "--playbook", "-p", help="Migration playboo
 BOOTSTRAP_OPTION = typer.Option(None, "--bootstrap-server", help="Kafka bootstrap servers (default: the playbook's).")
 ZOOKEEPER_OPTION = typer.Option(None, "--zookeeper", help="ZooKeeper connect string, chroot included (default: the playbook's).")
 COMMAND_CONFIG_OPTION = typer.Option(None, "--command-config", help="Kafka client properties file (SASL/SSL).")
-ZK_AUTH_OPTION = typer.Option(None, "--zk-auth", help="ZooKeeper digest auth user:password, if the ensemble needs it.")
+ZK_AUTH_OPTION = typer.Option(None, "--zk-auth", envvar="KMIGRATE_ZK_AUTH",
+                              help="ZooKeeper digest auth user:password, if the ensemble needs it ($KMIGRATE_ZK_AUTH).")
+ZK_AUTH_FILE_OPTION = typer.Option(None, "--zk-auth-file", envvar="KMIGRATE_ZK_AUTH_FILE",
+                                   help="File with one line user:password for ZooKeeper digest auth (the secret stays "
+                                        "off the command line).")
 
 topics_app = typer.Typer(help="Create topics with explicit, rack-aware assignments (off retiring brokers).",
                          no_args_is_help=True)
@@ -61,13 +66,14 @@ def inspect(
     zookeeper: Optional[str] = ZOOKEEPER_OPTION,
     command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
     zk_auth: Optional[str] = ZK_AUTH_OPTION,
+    zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
     no_sizes: bool = typer.Option(False, "--no-sizes", help="Skip partition sizes (DescribeLogDirs)."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Read the live cluster (ZooKeeper config, brokers, topics, configs, sizes) into a cluster file."""
     pb = load_playbook(playbook) if playbook else None
     settings, zk = resolve_connection(pb, bootstrap_server, zookeeper, command_config)
-    snapshot = read_snapshot(settings, zk, zk_auth, sizes=not no_sizes)
+    snapshot = read_snapshot(settings, zk, zk_auth_from(zk_auth, zk_auth_file), sizes=not no_sizes)
     if out:
         out.write_text(snapshot_to_json(snapshot))
     if output == OutputFormat.json:
@@ -115,6 +121,7 @@ def plan(
     zookeeper: Optional[str] = ZOOKEEPER_OPTION,
     command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
     zk_auth: Optional[str] = ZK_AUTH_OPTION,
+    zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
     force: bool = typer.Option(False, "--force", help="Let forceable audit errors pass (never a degraded cluster)."),
     allow_merge: bool = typer.Option(False, "--allow-merge", help="Allow two old brokers to map to one new broker."),
     topics_shown: int = typer.Option(30, "--topics-shown", help="Topics listed on screen (largest first); the files have all."),
@@ -139,7 +146,7 @@ def plan(
         snapshot = snapshot_from_json(text, str(cluster_file))
     else:
         settings, zk = resolve_connection(pb, bootstrap_server, zookeeper, command_config)
-        snapshot = read_snapshot(settings, zk, zk_auth)
+        snapshot = read_snapshot(settings, zk, zk_auth_from(zk_auth, zk_auth_file))
     plan_name = str(out) if out else "plan.json"
     if from_reassignment_json:
         try:

@@ -20,6 +20,7 @@ import typer
 
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.errors import BadInput
+from migrate.files import zk_auth as read_zk_auth
 from migrate.core.zookeeper import ConfigError, Server, address_key, parse_server_spec, split_connect
 
 app = typer.Typer(
@@ -39,6 +40,9 @@ PLAYBOOK_OPTION = typer.Option(None, "--playbook", help="Playbook YAML giving zo
 ZK_AUTH_OPTION = typer.Option(None, "--zk-auth", envvar="KMIGRATE_ZK_AUTH",
                               help="user:password for ZooKeeper digest auth (a super user may reconfig); "
                                    "$KMIGRATE_ZK_AUTH keeps it off the command line.")
+ZK_AUTH_FILE_OPTION = typer.Option(None, "--zk-auth-file", envvar="KMIGRATE_ZK_AUTH_FILE",
+                                   help="File with one line user:password for ZooKeeper digest auth (instead of "
+                                        "--zk-auth: the secret stays off the command line).")
 PLAN_OPTION = typer.Option(
     None, "--plan", help="Plan written by kmigrate plan: perform the ZooKeeper change it recorded (connect string, joiners, removals)."
 )
@@ -142,6 +146,7 @@ def zookeeper(
     ),
     command_config: Optional[Path] = typer.Option(None, "--command-config", help="Kafka client properties (SASL/SSL), as for Kafka's tools."),
     zk_auth: Optional[str] = ZK_AUTH_OPTION,
+    zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
     joiner_timeout: float = typer.Option(120.0, "--joiner-timeout", help="Seconds to wait for every joiner to follow the leader and catch up."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -182,7 +187,7 @@ def zookeeper(
         bootstrap_servers=bootstrap_server or (book.kafka.bootstrap_servers if book else None),
         command_config=str(command_config) if command_config else (book.kafka.command_config if book else None),
         kafka_client={k: str(v) for k, v in (book.kafka.client.items() if book else [])},
-        zk_auth=zk_auth,
+        zk_auth=read_zk_auth(zk_auth, zk_auth_file),
         joiner_timeout_s=joiner_timeout,
     )
     status_console = console if output == OutputFormat.text else err_console
@@ -273,6 +278,7 @@ def joiner_config(
     ),
     playbook: Optional[Path] = PLAYBOOK_OPTION,
     zk_auth: Optional[str] = ZK_AUTH_OPTION,
+    zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Print the dynamic config file a joiner must start with: the committed config plus every joiner as an observer."""
@@ -284,7 +290,7 @@ def joiner_config(
         raise BadInput("no ZooKeeper to read the committed config from: give --zookeeper host:port (or --playbook)")
     adds = parse_add(add) if add else (tuple(s.id for s in book.zookeeper.add) if book else ())
     known = tuple(s.described() for s in book.zookeeper.add) if book else ()
-    config, committed, warnings = render_joiner_config(connect, joiner, adds, known, zk_auth)
+    config, committed, warnings = render_joiner_config(connect, joiner, adds, known, read_zk_auth(zk_auth, zk_auth_file))
     for w in warnings:
         err_console.print(f"warning: {w}", markup=False)
     if output == OutputFormat.json:
