@@ -229,3 +229,78 @@ class MirrorCluster:
         except Exception as exc:
             raise self._fail(f"the offsets of group {group}", exc) from None
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+    def group_members(self, group: str) -> tuple[str, list[str]]:
+        """A consumer group's state (``EMPTY``, ``STABLE``, ``DEAD`` ...) and its members as
+        ``client-id@host`` (``DEAD`` with none: the group does not exist there)."""
+        try:
+            desc = self.admin.describe_consumer_groups([group], request_timeout=self.timeout_s)[group].result(
+                timeout=self.timeout_s)
+        except Exception as exc:
+            raise self._fail(f"the state of group {group}", exc) from None
+        state = getattr(desc.state, "name", str(desc.state))
+        return state, sorted(f"{m.client_id}@{m.host.lstrip('/')}" for m in desc.members)
+
+    def set_offsets(self, group: str, offsets: dict[tuple[str, int], int]) -> None:
+        """Commit ``offsets`` for ``group`` (AlterConsumerGroupOffsets; the group must have no member)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
+        try:
+            result = self.admin.alter_consumer_group_offsets([request], request_timeout=self.timeout_s)[group].result(
+                timeout=self.timeout_s)
+        except Exception as exc:
+            raise StepFailed(f"the {self.role} cluster refused the offsets of group {group} ({exc}): nothing or "
+                             "part of them was written; run the cut-over again") from None
+        bad = [f"{tp.topic}-{tp.partition}: {tp.error}" for tp in result.topic_partitions if tp.error is not None]
+        if bad:
+            raise StepFailed(f"the {self.role} cluster refused offsets of group {group}: {'; '.join(bad)}")
+
+    def count_records(self, ranges: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> the committed records a read_committed consumer reads from ``start``
+        to ``end`` (offsets are not dense: transaction markers, aborted records, compaction)."""
+        import time
+
+        from confluent_kafka import KafkaError
+
+        counts = {tp: 0 for tp in ranges}
+        todo = {tp for tp, (lo, hi) in ranges.items() if hi > lo}
+        if not todo:
+            return counts
+        consumer = self._consumer()
+        deadline = time.monotonic() + 4 * self.timeout_s
+        try:
+            consumer.assign([TopicPartition(t, p, ranges[(t, p)][0]) for t, p in sorted(todo)])
+            while todo:
+                if time.monotonic() > deadline:
+                    raise StepFailed(f"counting records of the {self.role} cluster stalled: "
+                                     + ", ".join(f"{t}-{p}" for t, p in sorted(todo)) + " not read to their end")
+                for msg in consumer.consume(1000, timeout=1.0):
+                    tp = (msg.topic(), msg.partition())
+                    if tp not in todo:
+                        continue
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            todo.discard(tp)
+                            continue
+                        raise StepFailed(f"cannot read {tp[0]}-{tp[1]} of the {self.role} cluster: {err}")
+                    if msg.offset() < ranges[tp][1]:
+                        counts[tp] += 1
+                    if msg.offset() + 1 >= ranges[tp][1]:
+                        todo.discard(tp)
+        finally:
+            consumer.close()
+        return counts
+
+    def cluster_id(self) -> str:
+        try:
+            return str(self.admin.describe_cluster(request_timeout=self.timeout_s).result(timeout=self.timeout_s).cluster_id)
+        except Exception as exc:
+            raise self._fail("the cluster id", exc) from None
+
+    def broker_ids(self) -> list[int]:
+        try:
+            return sorted(self.admin.list_topics(timeout=self.timeout_s).brokers)
+        except Exception as exc:
+            raise self._fail("the metadata", exc) from None

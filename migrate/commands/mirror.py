@@ -7,6 +7,7 @@
     kmigrate mirror status [--state-dir D] [--wait]
     kmigrate mirror stop [--state-dir D]
     kmigrate mirror lint FILE... [-O json]   # an mm2.properties or connector JSONs: exit 1 with findings
+    kmigrate mirror cutover --group G [--group G2] [--quiet-period 10s] [--dry-run]   # the gated switch
 
 Exit 0 on success, 1 when a step failed (or status --wait timed out), 2 for bad input (nothing changed).
 """
@@ -310,3 +311,54 @@ def _register_engines() -> None:
 
 
 _register_engines()
+
+
+@app.command("cutover")
+def cutover(group: list[str] = typer.Option(..., "--group", help="Consumer group to switch to the target (repeat)."),
+            state_dir: Optional[Path] = STATE_DIR,
+            source_bootstrap: Optional[str] = typer.Option(None, "--source-bootstrap", help="Default: as given to mirror start."),
+            target_bootstrap: Optional[str] = typer.Option(None, "--target-bootstrap", help="Default: as given to mirror start."),
+            source_command_config: Optional[Path] = SOURCE_CC, target_command_config: Optional[Path] = TARGET_CC,
+            topics: Optional[str] = typer.Option(None, "--topics", help="Only these mirrored topics (regular expression)."),
+            quiet_period: str = typer.Option("10s", "--quiet-period", help="How long the source's ends must stay unchanged to call the producers stopped."),
+            timeout: str = typer.Option("5m", "--timeout", help="How long each gate may wait (producers, the copy)."),
+            dry_run: bool = typer.Option(False, "--dry-run", help="Check the gates and compute the offsets and duplicates; write nothing, skip the verify."),
+            master: str = typer.Option("local[*]", "--master", help="Spark master of the verify."),
+            spark_conf: Optional[list[str]] = typer.Option(None, "--spark-conf", help="Spark setting key=value (repeat)."),
+            jars: Optional[str] = typer.Option(None, "--jars", help="Jars of Spark's Kafka source instead of fetching them with Maven."),
+            output: OutputFormat = OUTPUT_OPTION) -> None:
+    """The gated cut-over: producers stopped, copy complete, groups stopped, offsets translated and set on the target, cross-cluster verify, then what clients change. Exit 1 when a gate fails, 2 for bad input (nothing changed)."""
+    from migrate.runner.cutover import CutoverRequest, cutover as run_cutover
+    from migrate.runner.mirror import Side
+
+    req = CutoverRequest(
+        tuple(dict.fromkeys(group)), _state_dir(state_dir),
+        None if source_bootstrap is None else Side(source_bootstrap, _path(source_command_config)),
+        None if target_bootstrap is None else Side(target_bootstrap, _path(target_command_config), "target"),
+        topics, parse_duration(quiet_period, "--quiet-period"), parse_duration(timeout, "--timeout"), dry_run,
+        master, tuple(spark_conf or ()), jars)
+    lines = err_console if output == OutputFormat.json else console
+    result = run_cutover(req, say=lambda m: lines.print(f"cutover: {m}", markup=False))
+    if output == OutputFormat.json:
+        emit_json(result.to_dict())
+        return
+    for g in result.gates:
+        mark = {"checked": "passed", "bookkeeping": "passed (from the bookkeeping)", "skipped": "skipped"}[g.how]
+        console.print(f"[{mark}] {g.name}: {g.detail}", markup=False)
+    table = Table(title="offsets on the target", title_justify="left")
+    for col in ("group", "topic", "partition", "source committed", "target offset", "how", "duplicates"):
+        table.add_column(col, overflow="fold")
+    for t in result.translations:
+        table.add_row(t.group, t.topic, str(t.partition), str(t.source_committed), str(t.offset), t.how,
+                      "-" if t.duplicates is None else str(t.duplicates))
+    console.print(table)
+    for w in result.writes:
+        if w["note"]:
+            console.print(f"{w['group']} {w['topic']}-{w['partition']}: {w['note']}", markup=False)
+    if result.dry_run:
+        console.print("dry run: nothing written; clients must not switch yet", markup=False)
+        return
+    console.print(f"clients may switch (gates passed in {result.seconds:.1f} s):", markup=False)
+    for line in result.clients:
+        console.print(f"  {line}", markup=False)
+    console.print("then stop MirrorMaker: kmigrate mirror stop", markup=False)

@@ -25,7 +25,15 @@ It is how a migration survives a crash of kmigrate: every run reads it from the 
   run            ``run_id``, ``host``, ``pid``, ``state`` (``started``/``alive``/``ended``),
                  ``started``: a ``partitions`` run says it is running (a heartbeat) or ended
   cancel-requested ``host``, ``pid``: ``partitions --cancel`` asks every running run to stop
+  mirror-step    ``step`` (``topics-created``, ``mirrormaker-started``, ``mirrormaker-stopped``) and its
+                 fields (``topics``, ``pid``...): what ``kmigrate mirror`` did (topic :data:`MIRROR_TOPIC`)
+  mirror-gate    ``gate`` (``producers-stopped``, ``replicated``, ``verified``, ``done``), ``ends``
+                 (``topic:partition`` -> source end when it passed): a cut-over gate passed
+  mirror-offsets ``group``, ``offsets`` (``topic:partition`` -> offset): written *before* kmigrate
+                 commits them on the target, so a re-run never moves them backwards
   ============== ===========================================================================
+
+The ``mirror-*`` records use the plan id ``mirror-<source cluster id>-<target cluster id>``.
 
 Versions before ``run`` and ``cancel-requested`` refuse a topic that holds them (a record they
 did not write): a migration is finished or cancelled with the version that started it.
@@ -49,7 +57,11 @@ DEFAULT_TOPIC = "__kmigrate_migration"
 
 SCHEMA = "kmigrate.bookkeeping/1"
 KINDS = ("plan", "topic-moved", "submitted", "throttle-broker", "throttle-topic", "throttle-cleared", "cancelled",
-         "run", "cancel-requested")
+         "run", "cancel-requested", "mirror-step", "mirror-gate", "mirror-offsets")
+
+MIRROR_TOPIC = "__kmigrate_mirror"
+"""The bookkeeping topic of ``kmigrate mirror`` on the target (its own: a mirror's records never mix with
+a ``partitions`` migration's, and versions that do not know the ``mirror-*`` kinds never meet them)."""
 
 RUN_HEARTBEAT_S = 10.0
 """How often a running ``partitions`` writes its ``run`` record (state ``alive``)."""

@@ -24,6 +24,8 @@ TARGET_ALIAS = "target"
 CONNECT_OFFSETS_TOPIC = f"mm2-offsets.{SOURCE_ALIAS}.internal"
 CONNECT_STATUS_TOPIC = f"mm2-status.{SOURCE_ALIAS}.internal"
 CHECKPOINTS_TOPIC = f"{SOURCE_ALIAS}.checkpoints.internal"
+# offset-syncs.topic.location=target: named after the other cluster, the source (MirrorSourceConfig.offsetSyncsTopic)
+OFFSET_SYNCS_TOPIC = f"mm2-offset-syncs.{SOURCE_ALIAS}.internal"
 IDENTITY_POLICY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
 
 # Topic configs MirrorMaker 2 never copies, even with config sync on (DefaultConfigPropertyFilter).
