@@ -187,18 +187,21 @@ class MirrorCluster:
             consumer.close()
         return records
 
-    def without_records(self, starts: dict[tuple[str, int], int], ends: dict[tuple[str, int], int]) -> set[tuple[str, int]]:
-        """The partitions with no committed record between ``starts`` and ``ends`` (only transaction
-        markers or aborted records there: a read_committed consumer reaches the end with nothing)."""
+    def next_record_times(self, starts: dict[tuple[str, int], int],
+                          ends: dict[tuple[str, int], int]) -> dict[tuple[str, int], int | None]:
+        """(topic, partition) -> the timestamp (ms) of the first committed record at or after ``starts``,
+        or ``None`` when there is none before ``ends`` (only transaction markers or aborted records
+        there: a read_committed consumer reaches the end with nothing). A partition not read in time
+        is left out."""
         import time
 
         from confluent_kafka import KafkaError
 
         if not starts:
-            return set()
+            return {}
         consumer = self._consumer()
         todo = set(starts)
-        empty: set[tuple[str, int]] = set()
+        out: dict[tuple[str, int], int | None] = {}
         deadline = time.monotonic() + 2 * self.timeout_s
         try:
             consumer.assign([TopicPartition(t, p, o) for (t, p), o in starts.items()])
@@ -210,13 +213,18 @@ class MirrorCluster:
                     err = msg.error()
                     if err is None:
                         todo.discard(tp)  # a record to copy: real lag
+                        out[tp] = msg.timestamp()[1]
                     elif err.code() == KafkaError._PARTITION_EOF:
                         todo.discard(tp)
                         if msg.offset() >= ends[tp]:
-                            empty.add(tp)
+                            out[tp] = None
         finally:
             consumer.close()
-        return empty
+        return out
+
+    def without_records(self, starts: dict[tuple[str, int], int], ends: dict[tuple[str, int], int]) -> set[tuple[str, int]]:
+        """The partitions with nothing but transaction markers or aborted records between ``starts`` and ``ends``."""
+        return {tp for tp, ts in self.next_record_times(starts, ends).items() if ts is None}
 
     def committed_offsets(self, group: str, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """(topic, partition) -> the group's committed offset (partitions without a commit are absent)."""
@@ -240,21 +248,6 @@ class MirrorCluster:
             raise self._fail(f"the state of group {group}", exc) from None
         state = getattr(desc.state, "name", str(desc.state))
         return state, sorted(f"{m.client_id}@{m.host.lstrip('/')}" for m in desc.members)
-
-    def set_offsets(self, group: str, offsets: dict[tuple[str, int], int]) -> None:
-        """Commit ``offsets`` for ``group`` (AlterConsumerGroupOffsets; the group must have no member)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions
-
-        request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
-        try:
-            result = self.admin.alter_consumer_group_offsets([request], request_timeout=self.timeout_s)[group].result(
-                timeout=self.timeout_s)
-        except Exception as exc:
-            raise StepFailed(f"the {self.role} cluster refused the offsets of group {group} ({exc}): nothing or "
-                             "part of them was written; run the cut-over again") from None
-        bad = [f"{tp.topic}-{tp.partition}: {tp.error}" for tp in result.topic_partitions if tp.error is not None]
-        if bad:
-            raise StepFailed(f"the {self.role} cluster refused offsets of group {group}: {'; '.join(bad)}")
 
     def count_records(self, ranges: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], int]:
         """(topic, partition) -> the committed records a read_committed consumer reads from ``start``

@@ -281,11 +281,12 @@ def _render_status(s, output: OutputFormat) -> None:
         console.print(f"config differs on the target for {topic}: "
                       + ", ".join(f"{k}={t} (source {v})" for k, (v, t) in diffs.items()), style="red", markup=False)
     table = Table(title=f"lag {s.total_lag} records", title_justify="left")
-    for col in ("topic", "partition", "source end", "mirrored up to", "lag"):
+    for col in ("topic", "partition", "source end", "mirrored up to", "lag", "behind (s)"):
         table.add_column(col, overflow="fold")
     for p in s.partitions:
         table.add_row(p.topic, str(p.partition), str(p.source_end), "-" if p.mirrored is None else str(p.mirrored + 1),
-                      str(p.lag), style=None if p.lag == 0 else "yellow")
+                      str(p.lag), "?" if p.time_lag_ms is None else f"{p.time_lag_ms / 1000:.1f}",
+                      style=None if p.lag == 0 else "yellow")
     console.print(table)
     if s.groups:
         groups = Table(title="consumer groups", title_justify="left")

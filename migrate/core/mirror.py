@@ -495,6 +495,9 @@ class PartitionLag:
     # Nothing but transaction markers and aborted records between the next offset and the end (a
     # read_committed consumer found no record there): MirrorMaker has nothing left to copy.
     only_control_left: bool = False
+    # How far behind in time: now minus the timestamp of the next record to copy (0 when caught up,
+    # None when not known: that record not read)
+    time_lag_ms: int | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -512,7 +515,8 @@ class PartitionLag:
     def to_dict(self) -> dict:
         return {"topic": self.topic, "partition": self.partition, "source_start": self.source_start,
                 "source_end": self.source_end, "mirrored_offset": self.mirrored, "lag": self.lag,
-                "only_control_records_left": self.only_control_left}
+                "only_control_records_left": self.only_control_left,
+                "time_lag_s": None if self.time_lag_ms is None else round(self.time_lag_ms / 1000, 1)}
 
 
 @dataclass(frozen=True)
@@ -557,8 +561,22 @@ class MirrorStatus:
 
 
 def partition_lags(ends: dict[tuple[str, int], tuple[int, int]], mirrored: dict[tuple[str, int], int],
-                   only_control: frozenset[tuple[str, int]] | set[tuple[str, int]] = frozenset()) -> tuple[PartitionLag, ...]:
+                   next_times: dict[tuple[str, int], int | None] | None = None,
+                   now_ms: int | None = None) -> tuple[PartitionLag, ...]:
     """Per source partition (``ends``: (topic, partition) -> (log start, end)) its lag against MirrorMaker's
-    position; ``only_control``: partitions with nothing but transaction markers or aborted records left."""
-    return tuple(PartitionLag(t, p, start, end, mirrored.get((t, p)), (t, p) in only_control)
-                 for (t, p), (start, end) in sorted(ends.items()))
+    position, in records and in time; ``next_times``: the timestamp of each lagging partition's next
+    record to copy, ``None`` for one with nothing but transaction markers or aborted records left.
+
+    >>> [(p.lag, p.time_lag_ms) for p in partition_lags({("t", 0): (0, 10), ("t", 1): (0, 5)},
+    ...     {("t", 0): 6, ("t", 1): 3}, {("t", 0): 1000, ("t", 1): None}, 4000)]
+    [(3, 3000), (0, 0)]
+    """
+    next_times = next_times or {}
+    out = []
+    for (t, p), (start, end) in sorted(ends.items()):
+        control = (t, p) in next_times and next_times[(t, p)] is None
+        lag = PartitionLag(t, p, start, end, mirrored.get((t, p)), control)
+        ts = next_times.get((t, p))
+        time_lag = 0 if lag.lag == 0 else (None if ts is None or now_ms is None else max(0, now_ms - ts))
+        out.append(PartitionLag(t, p, start, end, mirrored.get((t, p)), control, time_lag))
+    return tuple(out)

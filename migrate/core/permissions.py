@@ -297,6 +297,24 @@ def mirror_needs(source_topics: Iterable[str], target_topics_missing: Iterable[s
     return src, tgt
 
 
+def cutover_needs(groups: Iterable[str], topics: Iterable[str], internal_topics: Iterable[str], bookkeeping_topic: str,
+                  bookkeeping_exists: bool) -> tuple[list[Need], list[Need]]:
+    """``kmigrate mirror cutover``: (source needs, target needs). Both sides: describe the groups and
+    read every record of the mirrored topics (the duplicates are counted, the verify reads them);
+    the target: MirrorMaker's internal topics, the groups' offsets written, the bookkeeping."""
+    src: list[Need] = []
+    tgt: list[Need] = []
+    for g in sorted(set(groups)):
+        src.append(Need(Resource.group(g), "DESCRIBE", "read the group's members and committed offsets"))
+        tgt += [Need(Resource.group(g), "DESCRIBE", "check that the group is not active on the target"),
+                Need(Resource.group(g), "READ", "commit the translated offsets (AlterConsumerGroupOffsets)")]
+    src += verify_needs(topics)
+    tgt += verify_needs(topics)
+    for t in sorted(set(internal_topics)):
+        tgt.append(Need(Resource.topic(t), "READ", "read MirrorMaker's positions, checkpoints and offset-syncs"))
+    return src, tgt + bookkeeping_needs(bookkeeping_topic, bookkeeping_exists)
+
+
 # ===================================================================== the README's table
 
 _EXAMPLE_TOPIC = "<each topic moved>"

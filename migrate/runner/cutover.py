@@ -32,6 +32,7 @@ from typing import Callable
 
 from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.mirror import MirrorCluster
+from migrate.adapters.translation import set_group_offsets
 from migrate.core.cutover import (Translation, choose_offset, client_changes, ends_key, moving_partitions,
                                   offset_syncs, passed_gates, recorded_offsets, target_write, with_duplicates)
 from migrate.core.ledger import MIRROR_TOPIC, make_record
@@ -160,9 +161,22 @@ def _open(req: CutoverRequest) -> _Run:
         raise BadInput(f"topics {', '.join(missing)} are not on the target: run kmigrate mirror start first"
                        if missing else f"no mirrored topic matches --topics {req.topics!r}")
     book = BookkeepingTopic(target.settings(), MIRROR_TOPIC)
+    _check_rights(req, src, tgt, topics, book.exists(tgt.admin))
     plan_id = f"mirror-{sid}-{tid}"
     records = [r.value for r in book.read().records if r.value.get("plan_id") == plan_id]
     return _Run(req, source, target, src, tgt, topics, plan_id, book, records)
+
+
+def _check_rights(req: CutoverRequest, src: MirrorCluster, tgt: MirrorCluster, topics: dict[str, int],
+                  book_exists: bool) -> None:
+    """Every right the cut-over needs on both clusters, before it changes anything (BadInput)."""
+    from migrate.core.permissions import cutover_needs
+    from migrate.runner.permissions import require
+
+    internal = (CONNECT_OFFSETS_TOPIC, CHECKPOINTS_TOPIC, OFFSET_SYNCS_TOPIC)
+    on_source, on_target = cutover_needs(req.groups, topics, internal, MIRROR_TOPIC, book_exists)
+    require(src.admin, src.settings, on_source)
+    require(tgt.admin, tgt.settings, [n for n in on_target if n.operation != "CREATE" or not req.dry_run])
 
 
 def _record(run: _Run, kind: str, subject: str, **fields) -> None:
@@ -308,7 +322,7 @@ def _write_offsets(run: _Run, translations: list[Translation], say: Say) -> list
             _check_groups(run)
             _record(run, "mirror-offsets", group, group=group, offsets=ends_key(to_write))
             crash_point("cutover-offsets-recorded")
-            run.tgt.set_offsets(group, to_write)
+            set_group_offsets(run.tgt, group, to_write)
             say(f"group {group}: {len(to_write)} offset(s) committed on the target")
             crash_point("cutover-offsets-written")
     return report

@@ -8,6 +8,7 @@ then its pid (a MirrorMaker whose pid file was never written is found by its com
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -173,15 +174,16 @@ def status(state_dir: Path, source: Side | None = None, target: Side | None = No
     ends = src.end_offsets(recorded)
     positions = mirrored_positions(tgt.read_topic(CONNECT_OFFSETS_TOPIC))
     lagging = {lag.key: lag.next_offset for lag in partition_lags(ends, positions) if lag.lag > 0}
-    only_control = src.without_records(lagging, {tp: ends[tp][1] for tp in lagging})
+    next_times = src.next_record_times(lagging, {tp: ends[tp][1] for tp in lagging})
+    now_ms = int(time.time() * 1000)
     tasks = task_states(tgt.read_topic(CONNECT_STATUS_TOPIC))
     mm = MirrorMakerProcess(state_dir)
     pid = mm.pid()
     process = {"running": pid is not None, "pid": pid, "state_dir": str(state_dir), "log": str(mm.log_path)}
     if not with_groups:  # the quick look of a wait
-        return MirrorStatus(process, partition_lags(ends, positions, only_control), tasks)
+        return MirrorStatus(process, partition_lags(ends, positions, next_times, now_ms), tasks)
     groups = _group_offsets(src, tgt, groups_filter, set(recorded))
-    return MirrorStatus(process, partition_lags(ends, positions, only_control), tasks, groups,
+    return MirrorStatus(process, partition_lags(ends, positions, next_times, now_ms), tasks, groups,
                         _config_differences(src, tgt, sorted(recorded)), _heartbeat_age(tgt))
 
 

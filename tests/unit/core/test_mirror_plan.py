@@ -166,8 +166,11 @@ def test_lag_is_the_source_end_minus_the_next_offset_to_copy():
     assert PartitionLag("t", 0, 0, 100, 89).lag == 10
     assert PartitionLag("t", 0, 0, 100, None).lag == 100
     # only transaction markers or aborted records after MirrorMaker's position: nothing left to copy
-    settled = partition_lags({("t", 0): (0, 52), ("t", 1): (0, 52)}, {("t", 0): 49, ("t", 1): 49}, {("t", 1)})
+    settled = partition_lags({("t", 0): (0, 52), ("t", 1): (0, 52)}, {("t", 0): 49, ("t", 1): 49},
+                             {("t", 0): 7_000, ("t", 1): None}, 10_000)
     assert [(p.lag, p.to_dict()["only_control_records_left"]) for p in settled] == [(2, False), (0, True)]
+    # in time: now minus the timestamp of the next record to copy; 0 when caught up
+    assert [p.to_dict()["time_lag_s"] for p in settled] == [3.0, 0.0]
 
 
 def _s(text: str) -> bytes:
