@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -67,3 +68,23 @@ def running_sandbox(spec_kwargs: dict | None = None, base_dir: str | None = None
 def unique_topic(prefix: str = "t") -> str:
     """A topic name unique to one test."""
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def produce_waiting(producer, topic: str, key: bytes | None, value: bytes | None, **kwargs) -> None:
+    """``producer.produce`` (confluent-kafka), waiting while its local queue is full."""
+    while True:
+        try:
+            producer.produce(topic, key=key, value=value, **kwargs)
+            return
+        except BufferError:
+            producer.poll(0.1)
+
+
+def stop_process(proc, timeout_s: float = 30) -> None:
+    """SIGTERM a child process (``subprocess.Popen``), SIGKILL it if it outlives ``timeout_s``, and reap it."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -43,7 +42,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from migrate.adapters.jars import MIRROR_MAKER_MAIN, ensure_distribution  # noqa: E402
 from migrate.adapters.mirrormaker import LOG4J  # noqa: E402
 from migrate.runner.mirror import Request, Side, start, stop, wait_caught_up  # noqa: E402
-from migrate.sandbox.testing import running_sandbox  # noqa: E402
+from migrate.sandbox.testing import produce_waiting, running_sandbox, stop_process  # noqa: E402
 
 SMALL = dict(zookeeper_ids=(1,), broker_ids=(1,), zookeeper_heap_mb=64, kafka_heap_mb=512)
 PREFIX = "bench-"
@@ -61,12 +60,7 @@ def fill(bootstrap: str, topics: int, partitions: int, total_bytes: int, size: i
     records = total_bytes // size
     for i in range(records):
         at = (i * 7919) % ((1 << 20) - size)
-        while True:
-            try:
-                producer.produce(names[i % topics], key=str(i).encode(), value=pool[at:at + size])
-                break
-            except BufferError:
-                producer.poll(0.1)
+        produce_waiting(producer, names[i % topics], str(i).encode(), pool[at:at + size])
         if i % 10000 == 0:
             producer.poll(0)
     assert producer.flush(300) == 0
@@ -153,11 +147,7 @@ def time_by_hand(source: str, target: str, home: Path, source_ends: dict[tuple[s
             progress(f"by hand: {sum(now.values())} of {sum(wanted.values())} records copied", t0)
             time.sleep(0.5)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc, 60)
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.kafka import TRUSTED_PRODUCER
 from migrate.files import client_settings
 from migrate.core.throttles import BROKER_THROTTLE_CONFIGS, TOPIC_THROTTLE_CONFIGS
+from migrate.sandbox.testing import produce_waiting
 
 OLD = (1, 2, 3)
 NEW = (4, 5, 6)
@@ -81,12 +82,7 @@ def produce(cluster, topic: str, count: int, size: int = 100, prefix: str = "k")
                   "linger.ms": 20, "batch.size": 262144, "compression.type": "none"})
     payload = os.urandom(size // 2).hex().encode()[:size]
     for i in range(count):
-        while True:
-            try:
-                p.produce(topic, key=f"{prefix}-{i}".encode(), value=payload, on_delivery=cb)
-                break
-            except BufferError:
-                p.poll(0.1)
+        produce_waiting(p, topic, f"{prefix}-{i}".encode(), payload, on_delivery=cb)
         if i % 5000 == 0:
             p.poll(0)
     assert p.flush(120) == 0

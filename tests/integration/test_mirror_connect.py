@@ -11,7 +11,6 @@ topics on the target (nothing written into the source) and translate a consumer 
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import time
@@ -26,7 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from migrate.adapters.jars import ensure_distribution
 from migrate.adapters.mirrormaker import LOG4J, free_port
 from migrate.sandbox import Sandbox
-from migrate.sandbox.testing import free_ip_prefix
+from migrate.sandbox.testing import free_ip_prefix, stop_process
 from cli_support import run
 
 pytestmark = pytest.mark.integration
@@ -198,12 +197,7 @@ def test_connect_config_copies_every_record_byte_for_byte_on_a_real_connect_work
             return offsets if set(offsets) == {0, 1, 2} and all(ends[p] - 1 <= o <= ends[p] for p, o in offsets.items()) else None
         _until("the group's offsets translated to the target's end", translated, 90, log)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_process(proc, 30)
     target_topics = set(tgt_admin.list_topics(timeout=30).topics)
     assert {"mm2-offset-syncs.source.internal", "source.checkpoints.internal", "heartbeats"} <= target_topics
     source_topics = set(AdminClient({"bootstrap.servers": source}).list_topics(timeout=30).topics)
