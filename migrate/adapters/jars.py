@@ -73,18 +73,21 @@ def _find_maven() -> str:
 
 @dataclass(frozen=True)
 class Distribution:
-    """A resolved set of jars: one directory that is the classpath of every server and tool."""
+    """Resolved jars: ``lib_dir``, the classpath of the brokers and Kafka's tools (with the ZooKeeper
+    client their release was built with), and ``zookeeper_lib_dir``, the ZooKeeper servers'."""
 
     kafka_version: str
     zookeeper_version: str
     lib_dir: Path
+    zookeeper_lib_dir: Path
 
     @property
     def classpath(self) -> str:
         return str(self.lib_dir / "*")
 
     def java_command(self, main_class: str, args: list[str], jvm_opts: list[str] | None = None) -> list[str]:
-        return [find_java(), *(jvm_opts or []), "-cp", self.classpath, main_class, *args]
+        classpath = str(self.zookeeper_lib_dir / "*") if main_class == ZOOKEEPER_MAIN else self.classpath
+        return [find_java(), *(jvm_opts or []), "-cp", classpath, main_class, *args]
 
     def tool_command(self, tool: str, args: list[str], jvm_opts: list[str] | None = None) -> list[str]:
         """The command line of a stock Kafka tool, e.g. ``tool_command("kafka-topics", ["--list", ...])``."""
@@ -140,16 +143,19 @@ def _pom_digest(pom: Path) -> str:
 
 
 def ensure_distribution(kafka_version: str = KAFKA_VERSION, zookeeper_version: str = ZOOKEEPER_VERSION) -> Distribution:
-    """The jars of Kafka ``kafka_version`` (with its stock tools and MirrorMaker 2) and ZooKeeper
-    ``zookeeper_version``."""
+    """The jars of Kafka ``kafka_version`` (with its stock tools and MirrorMaker 2 where Maven Central
+    has it) and of the ZooKeeper ``zookeeper_version`` servers, each fetched once."""
     pom = Path(__file__).with_name("servers_pom.xml")
-    name = f"servers/kafka-{kafka_version}_zookeeper-{zookeeper_version}_{_pom_digest(pom)}"
-    properties = {"kafka.version": kafka_version, "zookeeper.version": zookeeper_version}
+    name = f"servers/kafka-{kafka_version}_{_pom_digest(pom)}"
+    properties = {"kafka.version": kafka_version}
     try:
         lib = fetch_maven_project(pom, name, properties)
     except BadInput as exc:
         if "connect-mirror" not in str(exc):
             raise
-        # MirrorMaker 2's jar is not on Maven Central for this release (e.g. 2.4.1): the servers and tools without it
+        # MirrorMaker 2's jar is not on Maven Central for this release (e.g. 2.4.1): the brokers and tools without it
         lib = fetch_maven_project(pom, name, {**properties, "kafka.no.mirror": "true"})
-    return Distribution(kafka_version, zookeeper_version, lib)
+    zk_pom = Path(__file__).with_name("zookeeper_pom.xml")
+    zk_lib = fetch_maven_project(zk_pom, f"servers/zookeeper-{zookeeper_version}_{_pom_digest(zk_pom)}",
+                                 {"zookeeper.version": zookeeper_version})
+    return Distribution(kafka_version, zookeeper_version, lib, zk_lib)

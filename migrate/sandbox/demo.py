@@ -174,11 +174,16 @@ class Demo:
     def __init__(self, directory: Path, ip_prefix: str = "127.0.0", throttle: str = "50MB/s",
                  records_scale: float = 1.0, canary_rate: float = 100.0,
                  kills: dict[str, list[float]] | None = None, progress: Progress = lambda msg: None,
-                 security: str = "plaintext"):
+                 security: str = "plaintext", spec: dict | None = None, topic_shapes: tuple = TOPIC_SHAPES):
+        """``spec``: SandboxSpec fields instead of the default 3+3 ZooKeeper servers and 3+3 brokers on the
+        default releases (e.g. ``kafka_version``, fewer nodes); ``topic_shapes``: the topics, as
+        :data:`TOPIC_SHAPES` (a replication factor at most the old brokers)."""
         self.dir = Path(directory)
         self.sandbox = Sandbox(self.dir / "sandbox")
-        self.spec = SandboxSpec(zookeeper_ids=(1, 2, 3), spare_zookeeper_ids=(4, 5, 6), broker_ids=(1, 2, 3),
-                                spare_broker_ids=(4, 5, 6), ip_prefix=ip_prefix, security=security)
+        self.spec = SandboxSpec(**{"zookeeper_ids": (1, 2, 3), "spare_zookeeper_ids": (4, 5, 6), "broker_ids": (1, 2, 3),
+                                   "spare_broker_ids": (4, 5, 6), "ip_prefix": ip_prefix, "security": security,
+                                   **(spec or {})})
+        self.topic_shapes = topic_shapes
         self.throttle = throttle
         self.records_scale = records_scale
         self.canary_rate = canary_rate
@@ -242,22 +247,21 @@ class Demo:
         bootstrap = self.spec.bootstrap_servers(spare=False)
         old = [b.id for b in self.spec.brokers if not b.spare]
         topics = []
-        for i, (name, parts, rf, configs, _n) in enumerate(TOPIC_SHAPES):
+        for i, (name, parts, rf, configs, _n) in enumerate(self.topic_shapes):
             # Explicit assignments on the old brokers: this is the cluster before the new nodes exist.
             assignment = [[old[(p + r + i) % len(old)] for r in range(rf)] for p in range(parts)]
             topics.append(NewTopicSpec(name, assignment, configs))
         create_topics_and_wait(admin_client(self.sandbox.client_settings(bootstrap, "admin")), topics, timeout_s=120)
-        counts = [int(n * self.records_scale) for *_, n in TOPIC_SHAPES]
+        counts = [int(n * self.records_scale) for *_, n in self.topic_shapes]
         if produce_records(bootstrap, self._records(counts), timeout_s=180, settings=self.sandbox.kafka_settings("client")):
             raise StepFailed("records were not acknowledged within 180 s")
-        return f"{len(TOPIC_SHAPES)} topics, {sum(counts)} records of 512 bytes"
+        return f"{len(self.topic_shapes)} topics, {sum(counts)} records of 512 bytes"
 
-    @staticmethod
-    def _records(counts: list[int]):
+    def _records(self, counts: list[int]):
         """``(topic, key, value)`` of the demo's records: random 512-byte values, the same every run (seed 7);
         compacted topics get 200 keys, so compaction has something to do."""
         rng = random.Random(7)
-        for (name, _parts, _rf, configs, _n), count in zip(TOPIC_SHAPES, counts):
+        for (name, _parts, _rf, configs, _n), count in zip(self.topic_shapes, counts):
             keys = 200 if configs.get("cleanup.policy") == "compact" else 10**9
             for _ in range(count):
                 key = str(rng.randrange(keys)).encode()
@@ -265,7 +269,9 @@ class Demo:
 
     def start_canary(self) -> str:
         settings = client_settings(self.spec.bootstrap_servers(), self.command_config)
-        self.canary = Canary(settings, rate_per_s=self.canary_rate).start()
+        rf = min(3, len(self.spec.broker_ids))  # a lean sandbox of 2 old brokers: a canary topic they can hold
+        self.canary = Canary(settings, rate_per_s=self.canary_rate, replication_factor=rf,
+                             min_insync_replicas=min(2, rf)).start()
         return f"{self.canary.partitions} partitions, {self.canary_rate:.0f} records/s, acks=all"
 
     def plan(self) -> str:
@@ -324,7 +330,8 @@ class Demo:
         for z in (z for z in self.spec.zookeepers if not z.joiner):
             self.progress(f"stopping ZooKeeper server {z.id}")
             self.sandbox.stop(z.name)
-        return "brokers 1, 2, 3 and ZooKeeper servers 1, 2, 3 stopped"
+        return (f"brokers {', '.join(str(b.id) for b in self.spec.brokers if not b.spare)} and ZooKeeper servers "
+                f"{', '.join(str(z.id) for z in self.spec.zookeepers if not z.joiner)} stopped")
 
     def rolling_restart_new(self) -> str:
         connect = self.spec.zookeeper_connect(tuple(z for z in self.spec.zookeepers if z.joiner))
