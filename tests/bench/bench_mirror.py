@@ -18,6 +18,11 @@ one after the other on the same clusters:
   Done when the target topics' end offsets equal the source's (polled every 0.5 s; at-least-once
   without transactions, so equal offsets mean every record). Then SIGTERM.
 
+Then, unless ``--groups 0``, ``mirror cutover`` switches ``--groups`` consumer groups (committed half-way
+through every partition before the copy) with kmigrate's MirrorMaker still running: the cut-over window,
+from its start (producers already stopped) to "clients may switch", its quiet period and the Spark
+verify of every mirrored topic included (target: under 30 s for 20 topics and 5 groups).
+
 It prints both times, their throughput, when each copied its first records (kmigrate: and when its
 MirrorMaker started, after the plan and the topics) and the ratio (kmigrate / by hand; target: within
 1.1x). The data is fresh in the page cache for both runs. Not collected by pytest.
@@ -41,6 +46,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from migrate.adapters.jars import MIRROR_MAKER_MAIN, ensure_distribution  # noqa: E402
 from migrate.adapters.mirrormaker import LOG4J  # noqa: E402
+from migrate.runner.cutover import CutoverRequest, cutover  # noqa: E402
 from migrate.runner.mirror import Request, Side, start, stop, wait_caught_up  # noqa: E402
 from migrate.sandbox.testing import produce_waiting, running_sandbox, stop_process  # noqa: E402
 
@@ -79,16 +85,38 @@ def ends(bootstrap: str, topics: dict[str, int]) -> dict[tuple[str, int], int]:
 _last_progress = [0.0]
 
 
-def progress(line: str, t0: float) -> None:
-    """A progress line every 10 s (to stderr)."""
+def progress(line: str, t0: float, every_s: float = 10) -> None:
+    """A progress line every ``every_s`` (to stderr)."""
     now = time.monotonic()
-    if now - _last_progress[0] >= 10:
+    if now - _last_progress[0] >= every_s:
         _last_progress[0] = now
         print(f"  {now - t0:6.1f} s  {line}", file=sys.stderr, flush=True)
 
 
-def time_kmigrate(source: str, target: str, state_dir: Path, records: int) -> tuple[float, float, float]:
-    """(seconds to lag 0, to MirrorMaker started (plan and topics done), to the first record copied)."""
+def commit_groups(bootstrap: str, groups: int, source_ends: dict[tuple[str, int], int]) -> list[str]:
+    """``groups`` consumer groups, each committed half-way through every partition of the source."""
+    names = [f"bench-group-{g}" for g in range(groups)]
+    for name in names:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": name, "enable.auto.commit": False})
+        consumer.commit(offsets=[TopicPartition(t, p, e // 2) for (t, p), e in source_ends.items()], asynchronous=False)
+        consumer.close()
+    return names
+
+
+def time_cutover(state_dir: Path, groups: list[str], quiet_s: float) -> tuple[float, float]:
+    """``mirror cutover`` of ``groups`` with the producers already stopped: (wall seconds from its start to
+    "clients may switch", of which the quiet period that proves the producers stopped)."""
+    t0 = time.monotonic()
+    result = cutover(CutoverRequest(tuple(groups), state_dir, quiet_s=quiet_s, timeout_s=600),
+                     say=lambda m: progress(f"cutover: {m}", t0, every_s=0))
+    assert result.clients, "cutover did not say clients may switch"
+    return time.monotonic() - t0, quiet_s
+
+
+def time_kmigrate(source: str, target: str, state_dir: Path, records: int,
+                  then=lambda: None) -> tuple[float, float, float]:
+    """(seconds to lag 0, to MirrorMaker started (plan and topics done), to the first record copied);
+    ``then`` runs once caught up, before MirrorMaker is stopped."""
     req = Request(Side(source), Side(target, role="target"), f"{PREFIX}.*")
     t0 = time.monotonic()
     done: list[float] = []
@@ -105,6 +133,7 @@ def time_kmigrate(source: str, target: str, state_dir: Path, records: int) -> tu
     try:
         caught_up, last = wait_caught_up(state_dir, None, None, None, timeout_s=3600, interval_s=1.0, on_status=seen)
         assert caught_up, f"kmigrate's MirrorMaker not caught up: lag {last.total_lag}"
+        then()
         return done[0] - t0, started, first[0]
     finally:
         stop(state_dir, 30)
@@ -158,6 +187,9 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--record-size", type=int, default=1024)
     ap.add_argument("--json", action="store_true", help="Print the figures as JSON too.")
+    ap.add_argument("--groups", type=int, default=5, help="Consumer groups switched by mirror cutover after the "
+                    "copy, its window timed (0: no cut-over).")
+    ap.add_argument("--quiet", type=float, default=10.0, help="cutover's --quiet-period, in seconds (default 10).")
     ap.add_argument("--keep", action="store_true", help="Keep MirrorMakers' logs (their directory is printed).")
     args = ap.parse_args()
     total = int((args.mb * 1e6) if args.mb is not None else args.gb * 1e9)
@@ -172,7 +204,11 @@ def main() -> None:
         print(f"wrote {records} records ({total / 1e6:.0f} MB) in {args.topics} topics x {args.partitions} "
               f"partitions in {time.monotonic() - t0:.1f} s", flush=True)
         subprocess.run(["sync"], check=False)
-        kmigrate_s, started_s, k_first_s = time_kmigrate(source, target, Path(tmp) / "kmigrate", records)
+        groups = commit_groups(source, args.groups, source_ends) if args.groups else []
+        window: list[tuple[float, float]] = []
+        kmigrate_s, started_s, k_first_s = time_kmigrate(
+            source, target, Path(tmp) / "kmigrate", records,
+            then=lambda: window.append(time_cutover(Path(tmp) / "kmigrate", groups, args.quiet)) if groups else None)
         print(f"kmigrate mirror start -> lag 0        {kmigrate_s:8.1f} s  {total / 1e6 / kmigrate_s:6.1f} MB/s "
               f"(MirrorMaker started at {started_s:.1f} s, first records copied by {k_first_s:.1f} s)", flush=True)
         (Path(tmp) / "hand").mkdir()
@@ -181,12 +217,17 @@ def main() -> None:
               f"(first records copied by {h_first_s:.1f} s)", flush=True)
         ratio = kmigrate_s / hand_s
         print(f"ratio kmigrate / by hand: {ratio:.2f} (target <= 1.10: {'met' if ratio <= 1.1 else 'NOT met'})")
+        if window:
+            print(f"cut-over window (producers stopped -> clients may switch), {len(groups)} groups, {args.topics} "
+                  f"topics: {window[0][0]:.1f} s, of which the {window[0][1]:.0f} s quiet period (target < 30 s: "
+                  f"{'met' if window[0][0] < 30 else 'NOT met'})")
         if args.json:
             print(json.dumps({"records": records, "bytes": total, "topics": args.topics, "partitions": args.partitions,
                               "kmigrate_s": round(kmigrate_s, 1), "kmigrate_started_s": round(started_s, 1),
                               "kmigrate_first_copied_s": round(k_first_s, 1), "by_hand_s": round(hand_s, 1),
                               "by_hand_first_copied_s": round(h_first_s, 1),
-                              "ratio": round(ratio, 2)}))
+                              "ratio": round(ratio, 2), "groups": len(groups),
+                              "cutover_window_s": round(window[0][0], 1) if window else None}))
 
 
 if __name__ == "__main__":
