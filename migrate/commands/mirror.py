@@ -275,6 +275,12 @@ def _render_status(s, output: OutputFormat) -> None:
                   f"log {proc['log']}", markup=False)
     if s.tasks:
         console.print("tasks: " + ", ".join(f"{k} {v}" for k, v in sorted(s.tasks.items())), markup=False)
+    if s.history:
+        h = s.history
+        console.print(f"bookkeeping: {h['stage']}"
+                      + (f"; gates passed: {', '.join(h['gates'])}" if h["gates"] else "")
+                      + (f"; offsets set for {', '.join(sorted(h['offsets_set']))}" if h["offsets_set"] else ""),
+                      markup=False)
     if s.heartbeat_age_s is not None:
         console.print(f"newest heartbeat on the target: {s.heartbeat_age_s:.0f} s ago", markup=False)
     for topic, diffs in s.config_differences.items():
@@ -290,12 +296,15 @@ def _render_status(s, output: OutputFormat) -> None:
     console.print(table)
     if s.groups:
         groups = Table(title="consumer groups", title_justify="left")
-        for col in ("group", "topic", "partition", "committed on source", "translated", "committed on target"):
+        for col in ("group", "topic", "partition", "committed on source", "translated", "committed on target",
+                    "duplicates if switched now"):
             groups.add_column(col, overflow="fold")
         for g in s.groups:
             groups.add_row(g.group, g.topic, str(g.partition), str(g.source_committed),
                            "-" if g.translated is None else str(g.translated),
-                           "-" if g.target_committed is None else str(g.target_committed))
+                           "-" if g.target_committed is None else str(g.target_committed),
+                           "- (copy not finished)" if g.duplicates is None else
+                           str(g.duplicates) if g.duplicates >= 0 else f"{g.duplicates} (would skip records!)")
         console.print(groups)
 
 

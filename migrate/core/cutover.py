@@ -250,3 +250,35 @@ def client_changes(groups: Iterable[str], source_bootstrap: str, target_bootstra
              for g in sorted(groups)]
     lines.append(f"producers: bootstrap.servers={source_bootstrap} -> {target_bootstrap} (after the consumers)")
     return lines
+
+
+def mirror_history(values: Iterable[Mapping]) -> dict:
+    """Where a mirror stands, from its bookkeeping record values in order: the topics kmigrate created,
+    MirrorMaker's last start or stop, the cut-over gates passed, the offsets set per group.
+
+    >>> h = mirror_history([{"kind": "mirror-step", "step": "mirrormaker-started", "time": "t1", "pid": 7},
+    ...                     {"kind": "mirror-gate", "gate": "producers-stopped", "time": "t2"},
+    ...                     {"kind": "mirror-offsets", "group": "g", "offsets": {"a:0": 3}, "time": "t3"}])
+    >>> h["mirrormaker"], h["gates"], h["offsets_set"], h["stage"]
+    ({'step': 'mirrormaker-started', 'time': 't1', 'pid': 7}, {'producers-stopped': 't2'}, {'g': {'time': 't3', 'partitions': 1}}, 'cutting over')
+    """
+    out: dict = {"topics_created": [], "mirrormaker": None, "gates": {}, "offsets_set": {}, "stage": "not started"}
+    for v in values:
+        kind = v.get("kind")
+        if kind == "mirror-step" and v.get("step") == "topics-created":
+            out["topics_created"] += [t for t in v.get("topics", {}) if t not in out["topics_created"]]
+        elif kind == "mirror-step":
+            out["mirrormaker"] = {"step": v.get("step"), "time": v.get("time"), "pid": v.get("pid")}
+        elif kind == "mirror-gate":
+            out["gates"][v["gate"]] = v.get("time")
+        elif kind == "mirror-offsets":
+            out["offsets_set"][v["group"]] = {"time": v.get("time"), "partitions": len(v.get("offsets", {}))}
+    if "done" in out["gates"]:
+        out["stage"] = "cut over: clients may switch"
+    elif out["gates"] or out["offsets_set"]:
+        out["stage"] = "cutting over"
+    elif out["mirrormaker"] is not None:
+        out["stage"] = "mirroring" if out["mirrormaker"]["step"] == "mirrormaker-started" else "mirrormaker stopped"
+    elif out["topics_created"]:
+        out["stage"] = "topics created"
+    return out

@@ -69,6 +69,15 @@ RUN_HEARTBEAT_S = 10.0
 RUN_STALE_S = 60.0
 """A run whose last ``run`` record is older than this (and not ``ended``) crashed or was killed."""
 
+def mirror_plan_id(source_cluster_id: str, target_cluster_id: str) -> str:
+    """The plan id of the ``mirror-*`` records of one mirror (one source cluster onto one target).
+
+    >>> mirror_plan_id("abc", "xyz")
+    'mirror-abc-xyz'
+    """
+    return f"mirror-{source_cluster_id}-{target_cluster_id}"
+
+
 def _ids(plan_ids) -> frozenset[str]:
     return frozenset([plan_ids]) if isinstance(plan_ids, str) else frozenset(plan_ids)
 

@@ -528,6 +528,10 @@ class GroupOffset:
     checkpoint_upstream: int | None
     translated: int | None
     target_committed: int | None
+    # records a consumer switched now would read again (committed records on the target from its
+    # offset there, else the translated one, minus those on the source after its commit); counted
+    # only once the partition is copied to its end (None before); negative: that offset would skip records
+    duplicates: int | None = None
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -541,6 +545,7 @@ class MirrorStatus:
     groups: tuple[GroupOffset, ...] = ()
     config_differences: dict[str, dict[str, tuple[str | None, str | None]]] = field(default_factory=dict)
     heartbeat_age_s: float | None = None  # since MirrorMaker's newest heartbeat on the target (None: none yet)
+    history: dict = field(default_factory=dict)  # what the bookkeeping says was done (core.cutover.mirror_history)
 
     @property
     def total_lag(self) -> int:
@@ -557,7 +562,8 @@ class MirrorStatus:
                 "groups": [g.to_dict() for g in self.groups],
                 "config_differences": {t: {k: {"source": a, "target": b} for k, (a, b) in d.items()}
                                        for t, d in self.config_differences.items()},
-                "heartbeat_age_s": None if self.heartbeat_age_s is None else round(self.heartbeat_age_s, 1)}
+                "heartbeat_age_s": None if self.heartbeat_age_s is None else round(self.heartbeat_age_s, 1),
+                "bookkeeping": self.history}
 
 
 def partition_lags(ends: dict[tuple[str, int], tuple[int, int]], mirrored: dict[tuple[str, int], int],

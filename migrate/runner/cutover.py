@@ -30,17 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.mirror import MirrorCluster
 from migrate.adapters.translation import set_group_offsets
 from migrate.core.cutover import (Translation, choose_offset, client_changes, ends_key, moving_partitions,
                                   offset_syncs, passed_gates, recorded_offsets, target_write, with_duplicates)
-from migrate.core.ledger import MIRROR_TOPIC, make_record
+from migrate.core.ledger import MIRROR_TOPIC
 from migrate.core.mirror import (CHECKPOINTS_TOPIC, CONNECT_OFFSETS_TOPIC, OFFSET_SYNCS_TOPIC, is_internal_topic,
                                  latest_checkpoints, mirrored_positions, partition_lags)
 from migrate.errors import BadInput, StepFailed
 from migrate.runner.events import crash_point
-from migrate.runner.mirror import Side, resolve_sides
+from migrate.runner.mirror import MirrorBook, Side, resolve_sides
 from migrate.runner.waiting import SYSTEM_CLOCK, Clock
 
 Say = Callable[[str], None]
@@ -102,9 +101,8 @@ class _Run:
     src: MirrorCluster
     tgt: MirrorCluster
     topics: dict[str, int]
-    plan_id: str
-    book: BookkeepingTopic
-    records: list = field(default_factory=list)  # the bookkeeping's values (mirror-* of this plan id)
+    book: MirrorBook
+    records: list = field(default_factory=list)  # the bookkeeping's values (mirror-* of this mirror)
     committed: dict[str, dict[TP, int]] = field(default_factory=dict)
 
 
@@ -160,11 +158,9 @@ def _open(req: CutoverRequest) -> _Run:
     if not topics or missing:
         raise BadInput(f"topics {', '.join(missing)} are not on the target: run kmigrate mirror start first"
                        if missing else f"no mirrored topic matches --topics {req.topics!r}")
-    book = BookkeepingTopic(target.settings(), MIRROR_TOPIC)
-    _check_rights(req, src, tgt, topics, book.exists(tgt.admin))
-    plan_id = f"mirror-{sid}-{tid}"
-    records = [r.value for r in book.read().records if r.value.get("plan_id") == plan_id]
-    return _Run(req, source, target, src, tgt, topics, plan_id, book, records)
+    book = MirrorBook(tgt, sid, tid)
+    _check_rights(req, src, tgt, topics, book.exists())
+    return _Run(req, source, target, src, tgt, topics, book, book.values())
 
 
 def _check_rights(req: CutoverRequest, src: MirrorCluster, tgt: MirrorCluster, topics: dict[str, int],
@@ -180,13 +176,7 @@ def _check_rights(req: CutoverRequest, src: MirrorCluster, tgt: MirrorCluster, t
 
 
 def _record(run: _Run, kind: str, subject: str, **fields) -> None:
-    import time
-
-    if not run.book.exists(run.tgt.admin):
-        run.book.ensure(run.tgt.admin, run.tgt.broker_ids())
-    rec = make_record(run.plan_id, kind, subject, time.time(), **fields)
-    run.book.append([rec])
-    run.records.append(rec.value)
+    run.records.append(run.book.append(kind, subject, **fields))
 
 
 def _check_groups(run: _Run) -> None:

@@ -8,10 +8,12 @@ then its pid (a MirrorMaker whose pid file was never written is found by its com
 
 from __future__ import annotations
 
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.mirror import MirrorCluster
 from migrate.adapters.mirrormaker import MirrorMakerProcess, default_state_dir, free_port  # noqa: F401 (default_state_dir: for commands)
 from migrate.core.clientconfig import ClientSettings
@@ -20,7 +22,8 @@ from migrate.core.mirror import (CHECKPOINTS_TOPIC, CONNECT_OFFSETS_TOPIC, CONNE
                                  heartbeat_timestamp, is_internal_topic, latest_checkpoints,
                                  mirrored_positions, mm2_properties, partition_lags, plan_mirror, render_properties,
                                  same_configuration, task_states)
-from migrate.errors import BadInput, StepFailed
+from migrate.core.ledger import MIRROR_TOPIC, make_record, mirror_plan_id
+from migrate.errors import BadInput, KmigrateError, StepFailed
 from migrate.files import client_settings, load_command_config
 
 
@@ -97,8 +100,37 @@ def create_topics(req: Request, plan: MirrorPlan, dry_run: bool = False) -> Crea
     if dry_run or not result.created:
         return result
     specs = [(t.name, t.source.partitions, t.create_replication_factor, t.create_configs) for t in plan.to_create()]
-    MirrorCluster(req.target.settings(), "target").create_topics(specs)
+    target = MirrorCluster(req.target.settings(), "target")
+    target.create_topics(specs)
+    MirrorBook(target, plan.source.cluster_id, plan.target.cluster_id).append(
+        "mirror-step", "topics-created", step="topics-created",
+        topics={name: {"partitions": n, "replication_factor": rf, "configs": c} for name, n, rf, c in specs})
     return result
+
+
+class MirrorBook:
+    """The bookkeeping of one mirror (source cluster -> target cluster) in :data:`MIRROR_TOPIC` on the
+    target: what ``kmigrate mirror`` did, read back by ``status`` and by a re-run of ``cutover``."""
+
+    def __init__(self, target: MirrorCluster, source_id: str, target_id: str | None = None):
+        self.target = target
+        self.topic = BookkeepingTopic(target.settings, MIRROR_TOPIC)
+        self.plan_id = mirror_plan_id(source_id, target_id or target.cluster_id())
+
+    def exists(self) -> bool:
+        return self.topic.exists(self.target.admin)
+
+    def values(self) -> list[dict]:
+        """Every record value of this mirror, in order (``[]`` before the first)."""
+        return [dict(r.value) for r in self.topic.read().records if r.value.get("plan_id") == self.plan_id]
+
+    def append(self, kind: str, subject: str, **fields) -> dict:
+        """Write one record (``acks=all``, waited for); the topic is created on first use."""
+        if not self.exists():
+            self.topic.ensure(self.target.admin, self.target.broker_ids())
+        rec = make_record(self.plan_id, kind, subject, time.time(), **fields)
+        self.topic.append([rec])
+        return dict(rec.value)
 
 
 @dataclass(frozen=True)
@@ -138,12 +170,26 @@ def start(req: Request, state_dir: Path, heap_mb: int = 1024, tasks: int = 2) ->
     if not mm.alive_after(pid, 5.0):
         tail = " | ".join(mm.log_tail(3)) or "no output"
         raise StepFailed(f"MirrorMaker 2 exited at start (see {mm.log_path}): {tail}")
+    MirrorBook(MirrorCluster(req.target.settings(), "target"), plan.source.cluster_id, plan.target.cluster_id).append(
+        "mirror-step", "mirrormaker-started", step="mirrormaker-started", pid=pid, host=socket.gethostname(),
+        state_dir=str(state_dir), topics=sorted(t.name for t in plan.topics))
     return StartResult(pid, False, mm.properties_path, mm.log_path, topics)
 
 
 def stop(state_dir: Path, timeout_s: float = 30.0):
-    """Stop the MirrorMaker of ``state_dir`` (SIGTERM, wait, SIGKILL); a :class:`StopResult`."""
-    return MirrorMakerProcess(state_dir).stop(timeout_s)
+    """Stop the MirrorMaker of ``state_dir`` (SIGTERM, wait, SIGKILL); a :class:`StopResult`. The stop
+    is recorded in the bookkeeping when both clusters answer (a stop never fails for want of them)."""
+    result = MirrorMakerProcess(state_dir).stop(timeout_s)
+    if result.pid is not None:
+        try:
+            source, target, _, _ = resolve_sides(state_dir, None, None)
+            src = MirrorCluster(source.settings(), "source", timeout_s=5.0)
+            MirrorBook(MirrorCluster(target.settings(), "target", timeout_s=5.0), src.cluster_id()).append(
+                "mirror-step", "mirrormaker-stopped", step="mirrormaker-stopped", pid=result.pid, how=result.how,
+                host=socket.gethostname())
+        except KmigrateError:
+            pass
+    return result
 
 
 def resolve_sides(state_dir: Path, source: Side | None, target: Side | None) -> tuple[Side, Side, dict[str, int] | None, str]:
@@ -182,9 +228,14 @@ def status(state_dir: Path, source: Side | None = None, target: Side | None = No
     process = {"running": pid is not None, "pid": pid, "state_dir": str(state_dir), "log": str(mm.log_path)}
     if not with_groups:  # the quick look of a wait
         return MirrorStatus(process, partition_lags(ends, positions, next_times, now_ms), tasks)
-    groups = _group_offsets(src, tgt, groups_filter, set(recorded))
-    return MirrorStatus(process, partition_lags(ends, positions, next_times, now_ms), tasks, groups,
-                        _config_differences(src, tgt, sorted(recorded)), _heartbeat_age(tgt))
+    lags = partition_lags(ends, positions, next_times, now_ms)
+    groups = _group_offsets(src, tgt, groups_filter, set(recorded), {p.key: p.source_end for p in lags if p.lag == 0})
+    from migrate.core.cutover import mirror_history
+
+    book = MirrorBook(tgt, src.cluster_id())
+    history = mirror_history(book.values()) if book.exists() else mirror_history([])
+    return MirrorStatus(process, lags, tasks, groups, _config_differences(src, tgt, sorted(recorded)),
+                        _heartbeat_age(tgt), history)
 
 
 def _config_differences(src: MirrorCluster, tgt: MirrorCluster, topics: list[str]) -> dict:
@@ -207,19 +258,30 @@ def _heartbeat_age(tgt: MirrorCluster) -> float | None:
     return None if newest is None else max(0.0, time.time() - newest / 1000)
 
 
-def _group_offsets(src: MirrorCluster, tgt: MirrorCluster, groups_filter: str, topics: set[str]) -> tuple[GroupOffset, ...]:
+def _group_offsets(src: MirrorCluster, tgt: MirrorCluster, groups_filter: str, topics: set[str],
+                   copied: dict[tuple[str, int], int]) -> tuple[GroupOffset, ...]:
+    """Each group's partitions: committed on the source, MirrorMaker's checkpoint, committed on the
+    target, and (partitions copied to their end: ``copied`` = their source end) the duplicates."""
     group_re = compile_filter(groups_filter, "--groups")
     checkpoints = latest_checkpoints(tgt.read_topic(CHECKPOINTS_TOPIC))
+    target_ends = {tp: e for tp, (_s, e) in tgt.end_offsets({t: 1 + max(p for tt, p in copied if tt == t)
+                                                              for t in {t for t, _ in copied}}).items()}
     out: list[GroupOffset] = []
     for group in (g for g in src.groups() if group_re.fullmatch(g)):
         committed = {tp: o for tp, o in src.committed_offsets(group, []).items() if tp[0] in topics}
         if not committed:
             continue
         on_target = tgt.committed_offsets(group, sorted(committed))
+        starts = {tp: on_target.get(tp, checkpoints.get((group, *tp), (0, None))[1]) for tp in committed}
+        countable = {tp: o for tp, o in starts.items() if o is not None and tp in copied and tp in target_ends}
+        src_after = src.count_records({tp: (committed[tp], copied[tp]) for tp in countable})
+        tgt_after = tgt.count_records({tp: (o, target_ends[tp]) for tp, o in countable.items()})
         for (topic, partition), offset in sorted(committed.items()):
             cp = checkpoints.get((group, topic, partition))
+            tp = (topic, partition)
             out.append(GroupOffset(group, topic, partition, offset, None if cp is None else cp[0],
-                                   None if cp is None else cp[1], on_target.get((topic, partition))))
+                                   None if cp is None else cp[1], on_target.get(tp),
+                                   tgt_after[tp] - src_after[tp] if tp in countable else None))
     return tuple(out)
 
 

@@ -226,3 +226,17 @@ def test_killed_at_seeded_points_then_run_again_converges_without_moving_offsets
             dup = by[(group, *tp)]["duplicates"]
             assert got[tp][len(got[tp]) - len(values):] == values, (group, tp)
             assert len(got[tp]) - len(values) == dup, (group, tp, len(got[tp]), len(values), dup)
+
+
+def test_status_after_the_cutover_reads_the_bookkeeping_and_counts_the_same_duplicates(clusters, mirror, state_dir, capsys):
+    src, tgt = clusters
+    code, doc, err = run_json(capsys, "mirror", "status", "--state-dir", str(state_dir))
+    assert code == 0, err
+    history = doc["bookkeeping"]
+    assert history["stage"] == "cut over: clients may switch" and sorted(history["offsets_set"]) == ["far", "near"]
+    assert set(history["topics_created"]) == set(PARTITIONS) and history["mirrormaker"]["step"] == "mirrormaker-started"
+    assert all(p["lag"] == 0 and p["time_lag_s"] == 0 for p in doc["partitions"])
+    _, cut, _ = run_json(capsys, *cutover_args(clusters, state_dir), "--dry-run")
+    expected = {(o["group"], o["topic"], o["partition"]): o["duplicates"] for o in cut["offsets"]}
+    assert {(g["group"], g["topic"], g["partition"]): g["duplicates"] for g in doc["groups"]
+            if g["group"] in GROUPS} == expected
