@@ -99,3 +99,18 @@ def test_client_changes_name_each_group_then_the_producers():
     lines = client_changes(["b", "a"], "old:9092", "new:9092")
     assert lines[0].startswith("consumers of group a: bootstrap.servers=old:9092 -> new:9092")
     assert lines[-1].startswith("producers:")
+
+
+def test_mirror_history_tells_the_stage_from_the_records():
+    from migrate.core.cutover import mirror_history
+
+    assert mirror_history([])["stage"] == "not started"
+    created = {"kind": "mirror-step", "step": "topics-created", "topics": {"a": {}, "b": {}}, "time": "t0"}
+    assert mirror_history([created])["stage"] == "topics created"
+    started = {"kind": "mirror-step", "step": "mirrormaker-started", "pid": 3, "time": "t1"}
+    stopped = {"kind": "mirror-step", "step": "mirrormaker-stopped", "pid": 3, "time": "t2"}
+    assert mirror_history([created, started])["stage"] == "mirroring"
+    assert mirror_history([created, started, stopped])["stage"] == "mirrormaker stopped"
+    done = {"kind": "mirror-gate", "gate": "done", "time": "t3"}
+    h = mirror_history([created, created, started, done])
+    assert h["stage"] == "cut over: clients may switch" and h["topics_created"] == ["a", "b"]
