@@ -242,7 +242,8 @@ def test_status_after_the_cutover_reads_the_bookkeeping_and_counts_the_same_dupl
     code, doc, err = run_json(capsys, "mirror", "status", "--state-dir", str(state_dir))
     assert code == 0, err
     history = doc["bookkeeping"]
-    assert history["stage"] == "cut over: clients may switch" and sorted(history["offsets_set"]) == ["far", "near"]
+    # offsets kmigrate wrote itself (MirrorMaker's group sync may have set some groups to the same values)
+    assert history["stage"] == "cut over: clients may switch" and "near" in history["offsets_set"]
     assert set(history["topics_created"]) == set(PARTITIONS) and history["mirrormaker"]["step"] == "mirrormaker-started"
     assert all(p["lag"] == 0 and p["time_lag_s"] == 0 for p in doc["partitions"])
     _, cut, _ = run_json(capsys, *cutover_args(clusters, state_dir), "--dry-run")
