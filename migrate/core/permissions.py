@@ -252,7 +252,7 @@ def bookkeeping_needs(topic: str, exists: bool) -> list[Need]:
 
 
 def status_needs(bookkeeping_topic: str) -> list[Need]:
-    """``kmigrate status`` and ``partitions --cancel``'s look: reassignments, configs, the records."""
+    """``kmigrate status``: reassignments, the brokers' throttle rates, the records (read only)."""
     c = Resource.cluster()
     return [Need(c, "DESCRIBE", "list reassignments"), Need(c, "DESCRIBE_CONFIGS", "read the brokers' throttle rates"),
             Need(Resource.topic(bookkeeping_topic), "READ", "read the bookkeeping records")]
@@ -324,7 +324,7 @@ def readme_section() -> str:
     """The README's "ACLs each command needs" section, made from the table above (one source)."""
     rows = [
         ("kmigrate partitions", partitions_needs([_EXAMPLE_TOPIC], "<bookkeeping topic>", False)),
-        ("kmigrate status, partitions --cancel", status_needs("<bookkeeping topic>")),
+        ("kmigrate status", status_needs("<bookkeeping topic>")),
         ("kmigrate topics create", create_topic_needs("<new topic>")),
         ("kmigrate canary", canary_needs("<canary topic>", False)),
         ("kmigrate verify snapshot / compare / clusters", verify_needs(["<each topic verified>"])),
@@ -334,9 +334,14 @@ def readme_section() -> str:
              "perform (KIP-430) and, for a topic it is about to create, sends a validate-only CreateTopics. "
              "A missing right is one line naming the operation, the resource and the principal, with the "
              "`kafka-acls.sh` command that grants it, exit 2, nothing changed. READ and WRITE on a topic that "
-             "does not exist yet cannot be asked of the brokers: they are checked right after kmigrate creates "
-             "it, before anything else changes. CREATE on a topic is granted by cluster CREATE or by CREATE on "
-             "the topic (literal or `--resource-pattern-type prefixed`).", "",
+             "does not exist yet cannot be asked of the brokers: kmigrate reads them from the ACLs that name the "
+             "topic when it may list ACLs (cluster DESCRIBE, which `partitions` has) and its principal is a SASL "
+             "user; otherwise it checks them right after creating the topic, before anything else changes (the "
+             "canary: before its first record). CREATE on a topic is granted by cluster CREATE or by CREATE on "
+             "the topic (literal or `--resource-pattern-type prefixed`). kmigrate's consumers commit no offsets: "
+             "no group right is needed. Tested on Kafka 3.9, where WRITE on a topic lets the idempotent writers "
+             "(bookkeeping, canary) get their producer id; older brokers may also want IDEMPOTENT_WRITE on the "
+             "cluster.", "",
              "| command | operation | resource | why |", "|---|---|---|---|"]
     for command, needs in rows:
         for n in needs:

@@ -18,6 +18,8 @@ from typing import Any, Mapping
 
 from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.kafka import ReassignmentAdmin
+from migrate.core.permissions import status_needs
+from migrate.runner.permissions import require
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.ledger import Ledger
 from migrate.core.model import Topic
@@ -36,6 +38,7 @@ def migration_status(client: ClientSettings, bookkeeping_topic: str, plan_id: st
     book = BookkeepingTopic(client, bookkeeping_topic)
     try:
         exists = book.exists(admin.admin)
+        require(admin.admin, client, status_needs(bookkeeping_topic))  # a missing right: named, not a traceback
         flights = admin.list_reassignments()
         ledger = book.read() if exists else Ledger([])  # after the moves: each one listed is recorded
         plans = ledger.plans()

@@ -7,7 +7,9 @@ command names the missing right, the principal and the ``kafka-acls.sh`` command
 nothing (no bookkeeping topic, no throttle, no reassignment, no topic created). The same table, with
 nothing left out, is enough for ``partitions`` to move a topic and for ``canary`` to run. A wrong
 password, an untrusted certificate and a SASL mechanism the brokers do not enable each end in one line
-and exit 2 well within the request timeout.
+and exit 2 well within the request timeout. Last, the ZooKeeper swap (voter 1 -> joiner 2, brokers
+restarted in between) on this ZooKeeper with SASL for the brokers, ``zookeeper.set.acl`` and a digest
+super user: refused without authentication (nothing changed), done with ``--zk-auth-file``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from cli_support import run
 
 pytestmark = pytest.mark.integration
 
-SANDBOX = dict(zookeeper_ids=(1,), broker_ids=(1, 2), spare_broker_ids=(3,), security="sasl_ssl")
+SANDBOX = dict(zookeeper_ids=(1,), spare_zookeeper_ids=(2,), broker_ids=(1, 2), spare_broker_ids=(3,),
+               security="sasl_ssl")
 USER = "User:kmigrate"
 _TYPES = {"cluster": ResourceType.BROKER, "topic": ResourceType.TOPIC, "group": ResourceType.GROUP}
 
@@ -325,3 +328,37 @@ def test_a_refused_connection_is_one_line_within_the_timeout(cluster, props, tmp
     assert code == 2, err
     assert err.count("\n") == 1 and expect in err and "Traceback" not in err, err
     assert elapsed < 10, f"took {elapsed:.1f} s: the request timeout is 15 s; a refusal should not wait for it"
+
+
+# ------------------------------------------------------------------ ZooKeeper with ACLs and authentication
+
+def _committed(cluster) -> str:
+    return "\n".join(ln for ln in cluster.committed_zookeeper_config().splitlines() if ln.startswith("server."))
+
+
+def test_zookeeper_swap_through_the_digest_super_user_on_a_zookeeper_with_acls(cluster, admin, capsys):
+    spec = cluster.spec
+    one, two = spec.zookeepers
+    old_connect = f"{one.host}:{one.client_port}"
+    both = f"{old_connect},{two.host}:{two.client_port}"
+    add = f"2={two.host}:{two.quorum_port}:{two.election_port};{two.host}:{two.client_port}"
+    kafka = ["--bootstrap-server", cluster.bootstrap_servers(spare=False),
+             "--command-config", str(cluster.security.properties_file("admin"))]
+    before = _committed(cluster)
+
+    code, _out, err = run(capsys, "zookeeper", "--zookeeper", old_connect, "--add", add, *kafka)
+    assert code == 2 and "may not reconfig (NoAuth)" in err and "nothing was changed" in err, err
+    assert _committed(cluster) == before
+
+    auth_file = str(cluster.security.zookeeper_auth_file)
+    code, out, err = run(capsys, "zookeeper", "--zookeeper", old_connect, "--add", add, "--zk-auth-file", auth_file, *kafka)
+    assert code == 0, err + out
+    assert "participant" in _committed(cluster).split("server.2=")[1].splitlines()[0]
+    password = auth_file and open(auth_file, encoding="utf-8").read().strip().split(":", 1)[1]
+    assert password not in out + err
+    for b in (1, 2):
+        cluster.restart_broker(b, both, health_timeout_s=120)
+    code, out, err = run(capsys, "zookeeper", "--zookeeper", both, "--remove", "1", "--zk-auth-file", auth_file, *kafka)
+    assert code == 0, err + out
+    assert "server.1=" not in _committed(cluster)
+    assert admin.list_topics(timeout=10).brokers, "the brokers lost ZooKeeper"
