@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import javaproperties
@@ -96,8 +97,9 @@ _SUPPORTED = {"cluster": CLUSTER_OPERATIONS,
 
 
 def _wait_seen(settings, granted: list[Need], existing_names: set[str]) -> None:
-    """Until the kmigrate user's own KIP-430 answers show exactly ``granted`` (with what it implies), five
-    times in a row through fresh clients: each broker's authorizer takes the change from ZooKeeper on its own."""
+    """Until the kmigrate user's own KIP-430 answers show exactly ``granted`` (with what it implies), from each
+    broker in turn (a client bootstrapped on it alone), twice round in a row: each broker's authorizer takes
+    the change from ZooKeeper on its own."""
     from migrate.adapters.kafka import authorized_operations
 
     by_resource: dict[Resource, set[str]] = {Resource.cluster(): set()}
@@ -105,14 +107,17 @@ def _wait_seen(settings, granted: list[Need], existing_names: set[str]) -> None:
         by_resource.setdefault(n.resource, set()).add(n.operation)
     row = [0]
 
+    addresses = settings.bootstrap_servers.split(",")
+
     def seen() -> bool:
-        client = AdminClient(settings.confluent(logger=logging.getLogger("test.kmigrate")))
+        one = replace(settings, bootstrap_servers=addresses[row[0] % len(addresses)])
+        client = AdminClient(one.confluent(logger=logging.getLogger("test.kmigrate")))
         topics = [r.name for r in by_resource if r.kind == "topic"]
         got = authorized_operations(client, topics=topics)
         ok = all((got.get(r) or frozenset()) == frozenset(op for op in _SUPPORTED[r.kind] if allowed(op, ops))
                  for r, ops in by_resource.items() if r.kind == "cluster" or r.name in existing_names)
         row[0] = row[0] + 1 if ok else 0
-        return row[0] >= 5
+        return row[0] >= 2 * len(addresses)
 
     wait_until(seen, timeout_s=60, interval_s=0.2, what="the brokers to apply the ACLs")
 
@@ -125,7 +130,8 @@ def _create_old_topic(admin, name: str) -> None:
 
 
 def _replicas(admin, name: str) -> dict[int, list[int]]:
-    md = admin.list_topics(timeout=10).topics[name]
+    # a topic just created may not be in every broker's metadata yet: ask until the answer has it
+    md = wait_until(lambda: admin.list_topics(timeout=10).topics.get(name), timeout_s=30, interval_s=0.2, what=name)
     return {p.id: list(p.replicas) for p in md.partitions.values()}
 
 
