@@ -242,14 +242,16 @@ def test_canary_names_the_missing_right_and_creates_nothing(cluster, admin, kmig
 
 
 def _records(admin, topic: str) -> int:
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     md = admin.list_topics(timeout=10).topics.get(topic)
     if md is None:
         return 0
     c = Consumer({**ADMIN_CONF, "group.id": "acl-test"})
-    try:
-        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in md.partitions)
+    try:  # a client new to a topic just created may not know its partitions yet: ask again
+        return wait_until(lambda: (sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                                       for p in md.partitions),),
+                          timeout_s=30, interval_s=0.5, what=f"the end offsets of {topic}", retry_on=(KafkaException,))[0]
     finally:
         c.close()
 
