@@ -91,6 +91,10 @@ class GroupLag:
     time_lag_ms: int | None = None  # source's newest record timestamp minus the target's, this partition
 
     @property
+    def topic_partition(self) -> tuple[str, int]:
+        return self.topic, self.partition
+
+    @property
     def lag(self) -> int:
         position = self.log_start if self.current_offset is None else max(self.current_offset, self.log_start)
         return max(0, self.log_end_offset - position)

@@ -104,6 +104,7 @@ class _Run:
     book: MirrorBook
     records: list = field(default_factory=list)  # the bookkeeping's values (mirror-* of this mirror)
     committed: dict[str, dict[TP, int]] = field(default_factory=dict)
+    engine: str = "mirrormaker2"  # as mirror start recorded it (mirrormaker1: kmigrate translates the offsets)
 
 
 def cutover(req: CutoverRequest, say: Say = lambda m: None, clock: Clock = SYSTEM_CLOCK) -> CutoverResult:
@@ -158,18 +159,21 @@ def _open(req: CutoverRequest) -> _Run:
     if not topics or missing:
         raise BadInput(f"topics {', '.join(missing)} are not on the target: run kmigrate mirror start first"
                        if missing else f"no mirrored topic matches --topics {req.topics!r}")
+    from migrate.runner.mirror1 import engine_of
+
+    engine = engine_of(req.state_dir)
     book = MirrorBook(tgt, sid, tid)
-    _check_rights(req, src, tgt, topics, book.exists())
-    return _Run(req, source, target, src, tgt, topics, book, book.values())
+    _check_rights(req, src, tgt, topics, book.exists(), engine)
+    return _Run(req, source, target, src, tgt, topics, book, book.values(), engine=engine)
 
 
 def _check_rights(req: CutoverRequest, src: MirrorCluster, tgt: MirrorCluster, topics: dict[str, int],
-                  book_exists: bool) -> None:
+                  book_exists: bool, engine: str = "mirrormaker2") -> None:
     """Every right the cut-over needs on both clusters, before it changes anything (BadInput)."""
     from migrate.core.permissions import cutover_needs
     from migrate.runner.permissions import require
 
-    internal = (CONNECT_OFFSETS_TOPIC, CHECKPOINTS_TOPIC, OFFSET_SYNCS_TOPIC)
+    internal = () if engine == "mirrormaker1" else (CONNECT_OFFSETS_TOPIC, CHECKPOINTS_TOPIC, OFFSET_SYNCS_TOPIC)
     on_source, on_target = cutover_needs(req.groups, topics, internal, MIRROR_TOPIC, book_exists)
     require(src.admin, src.settings, on_source)
     require(tgt.admin, tgt.settings, [n for n in on_target if n.operation != "CREATE" or not req.dry_run])
@@ -234,6 +238,11 @@ def _replicated(run: _Run, say: Say, clock: Clock) -> Gate:
     left: list[str] = []
 
     def check() -> bool:
+        if run.engine == "mirrormaker1":  # MirrorMaker 1's consumer group on the source
+            from migrate.runner.mirror1 import not_copied
+
+            left[:] = [f"{t}-{p} ({n})" for (t, p), n in not_copied(run.src, run.req.state_dir, run.topics).items()]
+            return not left
         ends = run.src.end_offsets(run.topics)
         positions = mirrored_positions(run.tgt.read_topic(CONNECT_OFFSETS_TOPIC))
         lagging = {lag.key: lag.next_offset for lag in partition_lags(ends, positions) if lag.lag > 0}
@@ -274,7 +283,11 @@ def _translations(run: _Run, say: Say, clock: Clock) -> list[Translation]:
         return all(t.how == "end" or (t.checkpoint is not None and t.checkpoint[0] == t.source_committed)
                    for t in latest[0])
 
-    if not poll(exact, timeout_s=min(16.0, run.req.timeout_s), interval_s=2.0, clock=clock):
+    if run.engine == "mirrormaker1":  # no checkpoints: kmigrate's own translation (timestamp, then content)
+        from migrate.runner.mirror1 import cutover_translations
+
+        latest[0] = cutover_translations(run.src, run.tgt, run.req.state_dir, run.req.groups, run.committed)
+    elif not poll(exact, timeout_s=min(16.0, run.req.timeout_s), interval_s=2.0, clock=clock):
         say("MirrorMaker has no checkpoint yet of some groups' last commit: translating from its offset-syncs")
     ends = _ends(run)
     target_ends = {tp: e for tp, (_s, e) in run.tgt.end_offsets(run.topics).items()}

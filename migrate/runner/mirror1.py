@@ -207,7 +207,7 @@ def translate(state_dir: Path, groups: list[str], source: Side | None = None, ta
         if not committed:
             raise BadInput(f"group {group} has no committed offset on the source for the mirrored topics: check --group")
         if not dry_run:
-            state, members = reads.group_members(tgt, group)
+            state, members = tgt.group_members(group)
             if members or state.upper() not in ("EMPTY", "DEAD", "UNKNOWN"):
                 raise BadInput(f"group {group} is active on the target ({state}): stop its consumers there first")
         out += _translate_group(src, tgt, group, committed, window, mirror_group)
@@ -250,4 +250,36 @@ def _translate_group(src: MirrorCluster, tgt: MirrorCluster, group: str, committ
             nxt_rec is not None and start_at is not None) else ()
         facts = PartitionFacts(c, s_end, nxt_rec, t_start, t_end, bound, win, keeps)
         out.append(translate_partition(group, topic, partition, facts))
+    return out
+
+
+# ====================================================================== for mirror cutover
+
+
+def mirror_group(state_dir: Path) -> str:
+    return (MirrorMakerProcess(state_dir).read_state() or {}).get("group") or DEFAULT_GROUP
+
+
+def not_copied(src: MirrorCluster, state_dir: Path, topics: dict[str, int]) -> dict[tuple[str, int], int]:
+    """Cut-over gate b for MirrorMaker 1: (topic, partition) -> records its group has not copied yet
+    (its committed offset short of the source's end, unless only transaction markers are left)."""
+    ends = src.end_offsets(topics)
+    committed = src.committed_offsets(mirror_group(state_dir), sorted(ends))
+    lagging = {lag.topic_partition: lag.current_offset or lag.log_start for lag in group_lags(ends, committed) if lag.lag}
+    control = src.without_records(lagging, {tp: ends[tp][1] for tp in lagging})
+    return {tp: ends[tp][1] - o for tp, o in sorted(lagging.items()) if tp not in control}
+
+
+def cutover_translations(src: MirrorCluster, tgt: MirrorCluster, state_dir: Path, groups: tuple[str, ...],
+                         committed: dict[str, dict[tuple[str, int], int]], window: int = 10000) -> list:
+    """Cut-over gate d for MirrorMaker 1: kmigrate's own translation of each group's committed offsets,
+    as the cut-over's :class:`migrate.core.cutover.Translation` (duplicates counted by the cut-over)."""
+    from migrate.core.cutover import Translation
+
+    out = []
+    for group in groups:
+        for p in _translate_group(src, tgt, group, committed[group], window, mirror_group(state_dir)):
+            out.append(Translation(group, p.topic, p.partition, p.source_committed, p.offset,
+                                   "end" if p.how == "at the end" else f"kmigrate ({p.how})",
+                                   reason="" if p.confirmed else "not confirmed by content: an earlier safe offset"))
     return out

@@ -325,11 +325,17 @@ def test_sigkill_mid_copy_is_reported_as_possible_duplicates_and_loses_nothing(c
         assert set(on_source[p]) == set(on_target[p]), f"partition {p}: records lost"
         assert len(on_target[p]) >= len(on_source[p])
     copied_twice = {p: len(on_target[p]) - len(on_source[p]) for p in range(3)}
-    # a group part-way through the records copied around the kill: translated onto a target holding duplicates
+    # a group part-way through the records copied around the kill, switched by mirror cutover: its offsets
+    # translated by kmigrate onto a target holding duplicates, the cross-cluster verify gate passing
     late = consume_part(src, "late", ORDERS, 3, before // 3 + 500)
-    code, doc, err = run_json(capsys, "mirror", "translate", "--state-dir", str(state_dir), "--group", "late")
+    code, doc, err = run_json(capsys, "mirror", "cutover", "--state-dir", str(state_dir), "--group", "late",
+                              "--topics", ORDERS, "--quiet-period", "2s", "--master", MASTER)
     assert code == 0, err
-    check_translated(clusters, doc, "late", ORDERS, late)
+    assert [g["gate"] for g in doc["gates"]][:3] == ["producers-stopped", "replicated", "groups-stopped"], doc["gates"]
+    assert all(g["passed"] for g in doc["gates"]) and doc["gates"][-1]["gate"] == "verified", doc["gates"]
+    assert all(t["how"].startswith("kmigrate") or t["how"] == "end" for t in doc["offsets"]), doc["offsets"]
+    check_translated(clusters, {"partitions": [{"group": t["group"], "rereads": t["duplicates"]} for t in doc["offsets"]]},
+                     "late", ORDERS, late)
     # killed while copying 12000 records, with a commit every 5 s: what it sent since its last commit is copied again
     assert sum(copied_twice.values()) > 0, "nothing copied twice: the kill came right after a commit"
     # the cross-cluster verify: every topic passes, what was copied twice is reported as duplicates
