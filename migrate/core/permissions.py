@@ -284,19 +284,6 @@ def verify_needs(topics: Iterable[str]) -> list[Need]:
     return out
 
 
-def mirror_needs(source_topics: Iterable[str], target_topics_missing: Iterable[str]) -> tuple[list[Need], list[Need]]:
-    """``kmigrate mirror``: (source needs, target needs)."""
-    src: list[Need] = []
-    for t in sorted(set(source_topics)):
-        r = Resource.topic(t)
-        src += [Need(r, "DESCRIBE", "list its partitions"), Need(r, "READ", "mirror its records"),
-                Need(r, "DESCRIBE_CONFIGS", "copy its configs to the target")]
-    tgt: list[Need] = []
-    for t in sorted(set(target_topics_missing)):
-        tgt.append(Need(Resource.topic(t), "CREATE", "create the mirrored topic on the target", exists=False))
-    return src, tgt
-
-
 def cutover_needs(groups: Iterable[str], topics: Iterable[str], internal_topics: Iterable[str], bookkeeping_topic: str,
                   bookkeeping_exists: bool) -> tuple[list[Need], list[Need]]:
     """``kmigrate mirror cutover``: (source needs, target needs). Both sides: describe the groups and
