@@ -20,7 +20,10 @@ candidates, each safe on its own, and the largest wins (fewest duplicates):
 * the offset-syncs: the newest sync ``(u, d)`` with ``u <= g`` gives ``d`` (``u == g``) or ``d + 1``
   (as MirrorMaker's ``OffsetSyncStore.translateDownstream``);
 * the end rule: a group committed at the source's end of a partition replicated to its last record
-  has read everything; its target offset is the target's end.
+  has read everything; its target offset is the target's end;
+* only when none of those exists (MirrorMaker keeps few old offset-syncs: a group far behind often has
+  neither a checkpoint nor a sync before it): the target's log start, never ahead, every record
+  before the group's position read again (counted as duplicates).
 
 Duplicates (records a consumer switched to the target reads again) are counted, not estimated:
 ``committed records on the target from the translated offset to its end`` minus ``committed records
@@ -101,7 +104,7 @@ class Translation:
     partition: int
     source_committed: int
     offset: int | None  # the safe target offset (None: refused)
-    how: str  # checkpoint | offset-sync | end | refused
+    how: str  # checkpoint | offset-sync | end | log-start | refused
     checkpoint: tuple[int, int] | None = None  # MirrorMaker's (upstream, downstream), if any
     reason: str = ""  # why refused, or a note
     duplicates: int | None = None  # records read again on the target (None: not counted)
@@ -120,7 +123,7 @@ class Translation:
 
 def choose_offset(group: str, tp: TP, committed: int, checkpoint: tuple[int, int] | None,
                   syncs: Iterable[tuple[int, int]], source_end: int, replicated: bool,
-                  target_end: int) -> Translation:
+                  target_end: int, target_start: int | None = None) -> Translation:
     """The largest safe target offset of ``group`` on ``tp`` (see the module's rules).
 
     >>> choose_offset("g", ("t", 0), 50, (40, 38), [(0, 0)], 60, True, 60).offset
@@ -129,6 +132,8 @@ def choose_offset(group: str, tp: TP, committed: int, checkpoint: tuple[int, int
     'end'
     >>> choose_offset("g", ("t", 0), 5, (9, 9), [], 60, True, 60).how
     'refused'
+    >>> choose_offset("g", ("t", 0), 5, None, [(9, 9)], 60, True, 60, target_start=0).how
+    'log-start'
     """
     candidates: list[tuple[int, str]] = []
     note = ""
@@ -143,6 +148,11 @@ def choose_offset(group: str, tp: TP, committed: int, checkpoint: tuple[int, int
         candidates.append((synced, "offset-sync"))
     if replicated and committed >= source_end:
         candidates.append((target_end, "end"))
+    if not candidates and target_start is not None:
+        # MirrorMaker keeps few old syncs (at most 10 in flight, the rest replaced by newer ones): a group
+        # far behind may have no checkpoint and no sync before it; the target's log start is never ahead
+        candidates.append((target_start, "log-start"))
+        note = note or "no checkpoint or offset-sync at or before the group's offset: from the target's log start"
     if not candidates:
         reason = note or (f"no checkpoint and no offset-sync at or before source offset {committed}: MirrorMaker has "
                           "not translated it; wait for its next checkpoint (emit.checkpoints.interval.seconds) and run again")

@@ -262,12 +262,12 @@ def _translate_once(run: _Run) -> list[Translation]:
     checkpoints = latest_checkpoints(run.tgt.read_topic(CHECKPOINTS_TOPIC))
     syncs = offset_syncs(run.tgt.read_topic(OFFSET_SYNCS_TOPIC))
     ends = _ends(run)
-    target_ends = {tp: e for tp, (_s, e) in run.tgt.end_offsets(run.topics).items()}
+    target = run.tgt.end_offsets(run.topics)
     out = []
     for group in run.req.groups:
         for tp, committed in sorted(run.committed[group].items()):
             out.append(choose_offset(group, tp, committed, checkpoints.get((group, *tp)), syncs.get(tp, []),
-                                     ends[tp], True, target_ends[tp]))
+                                     ends[tp], True, target[tp][1], target[tp][0]))
     return out
 
 
@@ -280,7 +280,7 @@ def _translations(run: _Run, say: Say, clock: Clock) -> list[Translation]:
 
     def exact() -> bool:
         latest[0] = _translate_once(run)
-        return all(t.how == "end" or (t.checkpoint is not None and t.checkpoint[0] == t.source_committed)
+        return all(t.how in ("end", "log-start") or (t.checkpoint is not None and t.checkpoint[0] == t.source_committed)
                    for t in latest[0])
 
     if run.engine == "mirrormaker1":  # no checkpoints: kmigrate's own translation (timestamp, then content)

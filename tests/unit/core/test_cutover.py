@@ -47,8 +47,8 @@ def test_translation_is_never_ahead_of_the_true_position(gaps, data):
     true = next((d for u, d in pairs if u >= g), down)
     got = translate_with_syncs(syncs, g)
     assert got is None or got <= true
-    t = choose_offset("g", ("t", 0), g, None, syncs, up, True, down)
-    assert t.offset is None or t.offset <= true
+    t = choose_offset("g", ("t", 0), g, None, syncs, up, True, down, target_start=0)
+    assert t.offset is not None and t.offset <= true
 
 
 def test_choose_offset_takes_the_largest_safe_candidate_and_ignores_a_checkpoint_ahead_of_the_group():
@@ -62,6 +62,9 @@ def test_choose_offset_takes_the_largest_safe_candidate_and_ignores_a_checkpoint
     assert t.how == "refused" and "no checkpoint" in t.reason  # copy not complete: the end rule does not apply
     t = choose_offset("g", ("t", 0), 30, (40, 38), [], 60, True, 61)
     assert t.how == "refused" and "moved back" in t.reason
+    # a group far behind with no checkpoint and no sync before it (MirrorMaker kept none that old)
+    t = choose_offset("g", ("t", 0), 46, None, [(995, 995)], 1000, True, 1003, target_start=0)
+    assert (t.offset, t.how) == (0, "log-start") and "log start" in t.reason
 
 
 def test_duplicates_are_the_extra_records_on_the_target_and_a_skip_is_refused():
