@@ -85,3 +85,11 @@ def test_the_first_screen_keeps_its_two_set_up_commands():
     commands = [ln for ln in head.splitlines() if ln.startswith("pip install")]
     assert len(commands) == 2 and commands[0].endswith("kmigrate demo                 # run the main job on a local sandbox cluster")
     assert commands[1].endswith("# run the tests")
+
+
+def test_readme_lists_the_acls_each_command_checks():
+    """The README's ACL table is the table the commands check (core/permissions.py), word for word,
+    one heading level down (it sits under "Secured clusters")."""
+    from migrate.core.permissions import readme_section
+
+    assert "#" + readme_section().strip() in README.read_text(encoding="utf-8")
