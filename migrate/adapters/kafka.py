@@ -221,6 +221,35 @@ class ReassignmentAdmin:
                                "check --bootstrap-server and --command-config") from None
         return self._kp
 
+    def broker_releases(self, addresses: Mapping[int, str]) -> dict[int, str]:
+        """Each broker's Kafka release as ``major.minor`` (``"2.4"``), told by the API versions it answers
+        (ApiVersions, matched by kafka-python against each release's): the protocol names the release, not
+        its patch number, and unlike ``inter.broker.protocol.version`` it is not pinned during a rolling
+        upgrade. One short client per broker (``addresses``: id -> host:port), bootstrapped on that broker
+        alone: a kafka-python client clamps every connection to the version of the broker it bootstrapped
+        from. A broker that does not answer is left out."""
+        from dataclasses import replace
+
+        from kafka.admin import KafkaAdminClient
+
+        out: dict[int, str] = {}
+        for b, address in sorted(addresses.items()):
+            client = None
+            try:
+                client = KafkaAdminClient(**kafka_python_config(
+                    replace(self.settings, bootstrap_servers=address),
+                    request_timeout_ms=int(self.timeout_s * 1000), client_id="kmigrate"))
+                release = client._client.check_version()
+            except Exception as exc:  # kafka-python raises several kinds; the release is then unknown
+                log.debug("ApiVersions of broker %s at %s failed: %s", b, address, exc)
+                continue
+            finally:
+                if client is not None:
+                    client.close()
+            if release:
+                out[b] = ".".join(str(n) for n in release[:2])
+        return out
+
     def close(self) -> None:
         if self._kp is not None:
             try:

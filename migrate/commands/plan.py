@@ -13,6 +13,7 @@ from migrate.files import client_settings, load_playbook
 from migrate.files import zk_auth as zk_auth_from
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.errors import EXIT_FAILURE, BadInput
+from migrate.core.audit import versions_summary
 from migrate.core.model import ClusterSnapshot, snapshot_from_json, snapshot_to_dict, snapshot_to_json
 from migrate.core.plan import Plan, plan_to_dict, plan_to_json
 from migrate.core.playbook import Playbook
@@ -94,11 +95,15 @@ def _print_snapshot(s: ClusterSnapshot) -> None:
         table.add_row(str(server.id), server.client_address, server.role, zk.server_modes.get(server.id, "?"),
                       zk.server_versions.get(server.id, "?"))
     console.print(table)
-    table = Table("broker", "address", "rack", "alive")
+    table = Table("broker", "address", "rack", "alive", "Kafka", "inter.broker.protocol")
     table.add_column("zookeeper.connect", overflow="fold")
     for b in s.brokers:
-        table.add_row(str(b.id), f"{b.host}:{b.port}", b.rack or "-", "yes" if b.alive else "NO", b.zookeeper_connect or "?")
+        table.add_row(str(b.id), f"{b.host}:{b.port}", b.rack or "-", "yes" if b.alive else "NO", b.version or "?",
+                      b.protocol_version or "?", b.zookeeper_connect or "?")
     console.print(table)
+    versions = versions_summary(s)
+    if versions:
+        console.print(f"releases: {versions}", markup=False)
     parts = sum(len(t.partitions) for t in s.topics)
     size = sum(p.size_bytes or 0 for t in s.topics for p in t.partitions)
     console.print(f"{len(s.topics)} topics, {parts} partitions, {format_bytes(size)} (largest replica per partition)")
@@ -169,6 +174,9 @@ def plan(
     if output == OutputFormat.json:
         emit_json(plan_to_dict(result))
     else:
+        versions = versions_summary(snapshot)
+        if versions:
+            console.print(f"releases: {versions}", markup=False)
         print_plan(result, topics_shown)
         if out:
             console.print(f"plan written to {out}")

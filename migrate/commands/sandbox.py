@@ -26,8 +26,9 @@ DIR_OPTION = typer.Option(None, "--dir", help="Sandbox directory (default: $KMIG
 
 KAFKA_VERSION_OPTION = typer.Option(
     KAFKA_VERSION, "--kafka-version",
-    help=f"Kafka release of the brokers, {KAFKA_RANGE_TEXT} (jars from Maven Central; every release runs on JDK 17: "
-         "java from $JAVA_HOME, else the PATH).")
+    help=f"Kafka release of the brokers, {KAFKA_RANGE_TEXT}, jars from Maven Central (2.4.1, 2.8.2 and 3.9.2 are "
+         "tested on JDK 17; java is $JAVA_HOME/bin/java, else the PATH: point JAVA_HOME at another JDK for a release "
+         "that does not start on yours).")
 ZOOKEEPER_VERSION_OPTION = typer.Option(
     ZOOKEEPER_VERSION, "--zookeeper-version", help=f"ZooKeeper release of the servers, {ZOOKEEPER_RANGE_TEXT}.")
 
@@ -134,9 +135,11 @@ def fetch(kafka_version: str = KAFKA_VERSION_OPTION, zookeeper_version: str = ZO
     dist, spark = fetch_jars(kafka_version, zookeeper_version)
     if output == OutputFormat.json:
         emit_json({"kafka": dist.kafka_version, "zookeeper": dist.zookeeper_version, "lib": str(dist.lib_dir),
+                   "zookeeper_lib": str(dist.zookeeper_lib_dir),
                    "spark_kafka_source": spark.version, "spark_jars": [str(p) for p in spark.jars]})
     else:
-        console.print(f"Kafka {dist.kafka_version} and ZooKeeper {dist.zookeeper_version} jars in {dist.lib_dir}")
+        console.print(f"Kafka {dist.kafka_version} jars in {dist.lib_dir}, ZooKeeper {dist.zookeeper_version} jars in "
+                      f"{dist.zookeeper_lib_dir}")
         console.print(f"Spark's Kafka source {spark.version} (Scala {spark.scala_version}): {len(spark.jars)} jars")
 
 

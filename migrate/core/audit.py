@@ -26,6 +26,11 @@ mapping.rack_unknown               warning              a new broker's rack is u
 mapping.rack_mismatch              warning              registered rack differs from playbook
 mapping.not_enough_brokers         error     no         fewer brokers after than a topic's RF
 mapping.unknown_old_broker         warning              a mapped old broker is unknown, empty
+kafka.version                      error     no         a broker release outside 2.4-3.9
+kafka.version_unknown              warning              a live broker's release is unknown
+kafka.mixed_versions               warning              brokers on two or more releases
+kafka.protocol_mismatch            warning              brokers differ in inter.broker.protocol
+kafka.hidden_broker_rates          warning              a broker (before 2.8) hides its throttle rates
 zookeeper.version                  error     no         a server older than 3.5.0
 zookeeper.version_unknown          warning              a server's version is unknown
 zookeeper.reconfig_disabled        error     no         reconfigEnabled=false
@@ -51,6 +56,7 @@ from typing import Iterable, Mapping, Sequence
 from migrate.core.model import ClusterSnapshot, parse_rack
 from migrate.core.plan import BrokerTotal, Finding, ZkPlan
 from migrate.core.playbook import Playbook
+from migrate.core.versions import KAFKA_RANGE, release_tuple
 from migrate.core.units import format_bytes, format_duration, format_rate, parse_connect, split_host_port
 from migrate.core.zookeeper import PARTICIPANT, low_joiner_ids, supports_reconfig, voter_count_risk
 
@@ -147,6 +153,90 @@ def audit_durability(snapshot: ClusterSnapshot) -> list[Finding]:
 
 
 # --------------------------------------------------------------------------- mapping
+
+
+def _by_value(pairs: Iterable[tuple[int, str]]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for b, v in sorted(pairs):
+        out.setdefault(v, []).append(b)
+    return out
+
+
+def _listed(groups: Mapping[str, list[int]]) -> str:
+    return ", ".join(f"{v} (broker{'s' if len(ids) > 1 else ''} {shown_ids(ids)})" for v, ids in sorted(groups.items()))
+
+
+def audit_versions(snapshot: ClusterSnapshot) -> list[Finding]:
+    """The brokers' Kafka releases (ApiVersions) and ``inter.broker.protocol.version``, and the ZooKeeper
+    servers' releases (``srvr``): what is out of range, a rolling upgrade half done, what kmigrate uses.
+
+    >>> from migrate.core.model import Broker, ZkEnsemble
+    >>> snap = ClusterSnapshot(zookeeper=ZkEnsemble(connect="zk:2181", config_version=None, servers=(), server_versions={1: "3.5.7"}), brokers=(
+    ...     Broker(id=1, host="h1", port=9092, version="2.4", protocol_version="2.4-IV1"),
+    ...     Broker(id=2, host="h2", port=9092, version="2.8", protocol_version="2.4-IV1")))
+    >>> [f.code for f in audit_versions(snap)]
+    ['kafka.hidden_broker_rates', 'kafka.mixed_versions']
+    """
+    out: list[Finding] = []
+    live = [b for b in snapshot.brokers if b.alive]
+    releases = _by_value((b.id, b.version) for b in live if b.version)
+    if not releases:  # a cluster file of an earlier kmigrate (no release read): nothing to say
+        return out
+    for release, ids in sorted(releases.items()):
+        minor = release_tuple(release)
+        if minor is not None and not KAFKA_RANGE[0] <= minor <= KAFKA_RANGE[1]:
+            out.append(Finding("error", "kafka.version", f"broker {shown_ids(ids)}",
+                               f"Kafka {release} is outside the releases kmigrate supports (2.4 to 3.9, ZooKeeper mode): "
+                               "below 2.4 there is no reassignment API (KIP-455); upgrade the brokers first",
+                               forceable=False, blocks="all"))
+    unknown = sorted(b.id for b in live if not b.version)
+    if unknown:
+        out.append(Finding("warning", "kafka.version_unknown", f"broker {shown_ids(unknown)}",
+                           "the Kafka release is unknown (the broker did not answer ApiVersions)"))
+    protocols = _by_value((b.id, b.protocol_version) for b in live if b.protocol_version)
+    hidden = sorted(b for release, ids in releases.items() for b in ids
+                    if (release_tuple(release) or (0, 0)) < (2, 8))
+    if hidden:
+        out.append(Finding("warning", "kafka.hidden_broker_rates", f"broker {shown_ids(hidden)}",
+                           "these brokers do not list their leader/follower.replication.throttled.rate in "
+                           "DescribeConfigs (seen on Kafka 2.4; 2.8 lists them): kmigrate cannot see a rate set "
+                           "by someone else there, and removes it with its own; note such rates "
+                           "(kafka-configs --entity-type brokers --describe) and set them again after the move"))
+    if len(releases) > 1:
+        out.append(Finding("warning", "kafka.mixed_versions", "brokers",
+                           f"brokers run several Kafka releases: {_listed(releases)}: a rolling upgrade is not "
+                           "finished; kmigrate uses only what every release answers, and the new brokers must "
+                           "run with the same inter.broker.protocol.version as the old ones until it is"))
+    if len(protocols) > 1:
+        out.append(Finding("warning", "kafka.protocol_mismatch", "brokers",
+                           f"inter.broker.protocol.version differs: {_listed(protocols)}: give every broker, new "
+                           "ones included, the lowest value until the rolling upgrade is done"))
+    return out
+
+
+def versions_summary(snapshot: ClusterSnapshot) -> str | None:
+    """One line naming the brokers' releases and ``inter.broker.protocol.version`` and the ZooKeeper servers'
+    releases, and what kmigrate uses on them (``plan`` and ``inspect`` print it); None when no release was read.
+
+    >>> from migrate.core.model import Broker, ZkEnsemble
+    >>> versions_summary(ClusterSnapshot(zookeeper=ZkEnsemble(connect="zk", config_version=None, servers=(),
+    ...     server_versions={1: "3.5.7"}), brokers=(Broker(id=1, host="h", port=9092, version="2.4"),)))[:48]
+    'Kafka 2.4 (broker 1); ZooKeeper 3.5.7 (server 1)'
+    """
+    live = [b for b in snapshot.brokers if b.alive]
+    releases = _by_value((b.id, b.version) for b in live if b.version)
+    zk = _by_value(snapshot.zookeeper.server_versions.items())
+    if not releases and not zk:
+        return None
+    parts = [f"Kafka {_listed(releases)}" if releases else "Kafka release unknown"]
+    protocols = _by_value((b.id, b.protocol_version) for b in live if b.protocol_version)
+    if protocols:
+        parts.append(f"inter.broker.protocol.version {_listed(protocols)}")
+    if zk:
+        parts.append("ZooKeeper " + ", ".join(f"{v} (server{'s' if len(ids) > 1 else ''} {shown_ids(ids)})"
+                                              for v, ids in sorted(zk.items())))
+    return ("; ".join(parts) + ": kmigrate writes throttle lists whole (SET and DELETE, never APPEND or SUBTRACT, "
+            "which Kafka 2.4 fails on an empty list) and moves partitions with the reassignment API (KIP-455, 2.4+)")
 
 
 def audit_mapping(

@@ -77,8 +77,10 @@ class ZkEnsemble:
 class Broker:
     """A Kafka broker.
 
-    ``rack`` is the raw ``broker.rack`` (``None`` if unset); ``version`` the Kafka version when
-    known (``"3.9.0"``); ``zookeeper_connect`` the broker's static ``zookeeper.connect``
+    ``rack`` is the raw ``broker.rack`` (``None`` if unset); ``version`` the Kafka release when
+    known (``"2.4"``: major.minor, what the broker's ApiVersions answer tells, never the patch);
+    ``protocol_version`` its ``inter.broker.protocol.version`` (``"2.4-IV1"``; lower than the release
+    while a rolling upgrade is not finished); ``zookeeper_connect`` the broker's static ``zookeeper.connect``
     (``describe_configs``), ``None`` when unknown; ``alive`` is True when the broker is
     registered in ZooKeeper (``/brokers/ids/N``). An adapter may list brokers that host replicas
     but are not registered with ``alive=False``.
@@ -91,6 +93,7 @@ class Broker:
     version: str | None = None
     zookeeper_connect: str | None = None
     alive: bool = True
+    protocol_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,6 +300,8 @@ def _snapshot_doc(snapshot: ClusterSnapshot) -> dict[str, Any]:
                 "port": b.port,
                 "rack": b.rack,
                 "version": b.version,
+                # written only when known: a cluster file of an earlier kmigrate reads and writes back unchanged
+                **({"inter_broker_protocol_version": b.protocol_version} if b.protocol_version is not None else {}),
                 "zookeeper_connect": b.zookeeper_connect,
                 "alive": b.alive,
             }
@@ -449,6 +454,8 @@ def snapshot_from_json(text: str, source: str = "cluster.json") -> ClusterSnapsh
                 version=r.str_(r.get(b, "version", p, False), p + ".version", True),
                 zookeeper_connect=r.str_(r.get(b, "zookeeper_connect", p, False), p + ".zookeeper_connect", True),
                 alive=bool(r.bool_(r.get(b, "alive", p, False), p + ".alive", True) is not False),
+                protocol_version=r.str_(r.get(b, "inter_broker_protocol_version", p, False),
+                                        p + ".inter_broker_protocol_version", True),
             )
         )
     topics = []

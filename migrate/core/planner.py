@@ -34,7 +34,9 @@ from itertools import chain
 from operator import attrgetter
 from typing import Any, Iterable, Mapping, Sequence
 
-from migrate.core.audit import audit_durability, audit_mapping, audit_size, audit_zookeeper, shown_ids, sort_findings
+from migrate.core.audit import (
+    audit_durability, audit_mapping, audit_size, audit_versions, audit_zookeeper, shown_ids, sort_findings,
+)
 from migrate.errors import BadInput
 from migrate.core.model import ClusterSnapshot
 from migrate.core.zookeeper import Change, DynamicConfig, is_reached, joiner_config, single_reconfig, target_config
@@ -671,6 +673,7 @@ def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bo
                         "incomplete; re-run kmigrate inspect against the ensemble")
     findings: list[Finding] = []
     findings += audit_durability(snapshot)
+    findings += audit_versions(snapshot)
     findings += audit_mapping(snapshot, playbook, allow_merge=allow_merge, replica_counts=replicas_before)
     findings += audit_zookeeper(snapshot, playbook, zk)
     findings += audit_size(broker_totals, total_bytes, estimated_seconds, throttle, unknown_total, len(moves))
@@ -802,7 +805,7 @@ def plan_from_reassignment_json(
     topic_totals = tuple(
         TopicTotal(name, len(topics[name].partitions), *per_topic[name]) for name in sorted(per_topic)
     )
-    findings = audit_durability(snapshot)
+    findings = audit_durability(snapshot) + audit_versions(snapshot)
     alive = {b.id for b in snapshot.brokers if b.alive}
     dead_targets = sorted({b for m in moves for b in m.target} - alive)
     for b in dead_targets:

@@ -2,7 +2,7 @@
 
 Reads, each with a timeout: the committed ZooKeeper config and its version, each server's version
 and mode (``srvr``), whether reconfig is enabled (a guarded reconfig that cannot apply), brokers
-with rack and static ``zookeeper.connect``, the controller, topics with replicas / ISR / leaders,
+with rack, static ``zookeeper.connect``, release (ApiVersions) and ``inter.broker.protocol.version``, the controller, topics with replicas / ISR / leaders,
 the topic configs that matter, partition sizes (``DescribeLogDirs``) and reassignments in flight.
 """
 
@@ -21,6 +21,7 @@ from migrate.core.zookeeper import parse_config, split_connect
 log = logging.getLogger("kmigrate.inspect")
 
 TOPIC_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable", "cleanup.policy", "retention.ms")
+IBP = "inter.broker.protocol.version"
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
@@ -71,7 +72,8 @@ def inspect_cluster(settings: ClientSettings, zookeeper_connect: str, auth: list
     admin = ReassignmentAdmin(settings, timeout_s=timeout_s)
     try:
         topics, live = admin.describe_and_brokers()
-        statics = broker_static_configs(admin.admin, sorted(live), ("zookeeper.connect", "broker.rack"), timeout_s)
+        statics = broker_static_configs(admin.admin, sorted(live), ("zookeeper.connect", "broker.rack", IBP), timeout_s)
+        releases = admin.broker_releases(live)
         brokers = []
         hosting = {r for t in topics.values() for p in t.partitions for r in p.replicas}
         for b in sorted(set(live) | registered | hosting):
@@ -80,8 +82,9 @@ def inspect_cluster(settings: ClientSettings, zookeeper_connect: str, auth: list
             static = statics.get(b, {})
             brokers.append(Broker(
                 id=b, host=host or reg.get("host") or "", port=int(port) if port else int(reg.get("port") or 0),
-                rack=static.get("broker.rack") or reg.get("rack"), version=None,
+                rack=static.get("broker.rack") or reg.get("rack"), version=releases.get(b),
                 zookeeper_connect=static.get("zookeeper.connect"), alive=b in live and b in registered,
+                protocol_version=static.get(IBP),
             ))
         progress(f"reading configs of {len(topics)} topics")
         configs = admin.topic_configs(sorted(topics), TOPIC_CONFIGS)

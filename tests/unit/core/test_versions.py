@@ -44,3 +44,57 @@ def test_a_sandbox_spec_checks_its_releases():
         SandboxSpec(broker_ids=(1, 2), broker_kafka_versions={"2": "1.1.0"})
     with pytest.raises(BadInput, match="--zookeeper-version"):
         SandboxSpec(zookeeper_version="3.4.14")
+
+
+def _snapshot(*brokers, zk_versions=None):
+    from migrate.core.model import ClusterSnapshot, ZkEnsemble
+
+    return ClusterSnapshot(zookeeper=ZkEnsemble(connect="zk:2181", config_version=None, servers=(),
+                                                server_versions=zk_versions or {}), brokers=tuple(brokers))
+
+
+def _broker(i, version, protocol=None, alive=True):
+    from migrate.core.model import Broker
+
+    return Broker(id=i, host=f"h{i}", port=9092, version=version, protocol_version=protocol, alive=alive)
+
+
+def test_one_release_is_no_finding_and_the_summary_names_each_release_and_what_kmigrate_uses():
+    from migrate.core.audit import audit_versions, versions_summary
+
+    snap = _snapshot(_broker(1, "2.4", "2.4-IV1"), _broker(2, "2.4", "2.4-IV1"), zk_versions={1: "3.5.7"})
+    assert [f.code for f in audit_versions(snap)] == ["kafka.hidden_broker_rates"]  # Kafka 2.4 hides them
+    assert audit_versions(_snapshot(_broker(1, "3.9", "3.9-IV0"), _broker(2, "3.9", "3.9-IV0"))) == []
+    line = versions_summary(snap)
+    assert line.startswith("Kafka 2.4 (brokers 1, 2); inter.broker.protocol.version 2.4-IV1 (brokers 1, 2); "
+                           "ZooKeeper 3.5.7 (server 1): ")
+    assert "SET and DELETE" in line
+    assert versions_summary(_snapshot(_broker(1, None))) is None
+
+
+def test_a_rolling_upgrade_half_done_is_a_warning_naming_both_releases_and_protocols():
+    from migrate.core.audit import audit_versions
+
+    findings = audit_versions(_snapshot(_broker(1, "2.4", "2.4-IV1"), _broker(2, "2.8", "2.4"), _broker(3, "2.8", "2.8-IV1")))
+    codes = {f.code: f for f in findings}
+    assert codes["kafka.mixed_versions"].severity == "warning"
+    assert "2.4 (broker 1), 2.8 (brokers 2, 3)" in codes["kafka.mixed_versions"].message
+    assert "2.8-IV1 (broker 3)" in codes["kafka.protocol_mismatch"].message
+
+
+def test_a_release_out_of_range_blocks_and_an_unknown_one_warns():
+    from migrate.core.audit import audit_versions
+
+    findings = audit_versions(_snapshot(_broker(1, "2.3"), _broker(2, None), _broker(3, "1.1", alive=False)))
+    errors = [f for f in findings if f.severity == "error"]
+    assert [(f.code, f.subject, f.blocks, f.forceable) for f in errors] == [("kafka.version", "broker 1", "all", False)]
+    assert [f.subject for f in findings if f.code == "kafka.version_unknown"] == ["broker 2"]
+    assert audit_versions(_snapshot(_broker(1, None))) == []  # a cluster file of an earlier kmigrate: no release read
+
+
+def test_the_cluster_file_keeps_the_protocol_version():
+    from migrate.core.model import snapshot_from_json, snapshot_to_json
+
+    snap = _snapshot(_broker(1, "2.8", "2.4-IV1"))
+    again = snapshot_from_json(snapshot_to_json(snap))
+    assert (again.brokers[0].version, again.brokers[0].protocol_version) == ("2.8", "2.4-IV1")
