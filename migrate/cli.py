@@ -102,6 +102,9 @@ def main(argv: list[str] | None = None) -> None:
             err.print(f"kmigrate: error: {line}", markup=False)
             sys.exit(EXIT_FAILURE)
         raise
+    if rc == 130:  # typer turns Ctrl-C (KeyboardInterrupt) into a silent return of 130; no command returns it
+        err.print("kmigrate: interrupted (SIGINT); run the same command again to go on from where the "
+                  "cluster stands", markup=False)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

@@ -48,3 +48,20 @@ def test_output_format_given_a_file_name_points_to_out():
     assert "looks like a file name" in proc.stderr and "--out/-o FILE" in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "migrate", "plan", "-O", "yaml"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "give text or json" in proc.stderr
+
+
+def test_ctrl_c_in_any_command_says_so_and_exits_130():
+    """typer turns a KeyboardInterrupt into a silent Exit(130): the operator still gets one line."""
+    r = subprocess.run([sys.executable, "-c",
+                        "import sys\n"
+                        "def interrupted(*a, **k):\n"
+                        "    raise KeyboardInterrupt\n"
+                        "import migrate.runner.health as rh\n"
+                        "rh.wait_healthy = interrupted\n"
+                        "rh.require_healthy = interrupted\n"
+                        "rh.cluster_reader = interrupted\n"
+                        "from migrate.cli import main\n"
+                        "main(['health', '--bootstrap-server', '127.0.0.1:1'])\n"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 130, r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("kmigrate: interrupted (SIGINT)"), r.stderr
