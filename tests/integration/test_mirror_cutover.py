@@ -22,7 +22,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.core.clientconfig import ClientSettings
@@ -36,7 +36,10 @@ pytestmark = pytest.mark.integration
 
 SMALL = dict(zookeeper_ids=(1,), broker_ids=(1,), zookeeper_heap_mb=64, kafka_heap_mb=256)
 ORDERS, TABLE, TX, LIVE = "c-orders", "c-table", "c-tx", "c-live"
-PARTITIONS = {ORDERS: 2, TABLE: 1, TX: 1, LIVE: 1}
+# seven more small topics, each with configs of its own, make the "10+ topics"
+SMALL_TOPICS = {f"c-small-{i}": {"retention.ms": str(86_400_000 * (i + 1)), "max.message.bytes": str(100_000 + i),
+                                 **({"cleanup.policy": "compact,delete"} if i % 3 == 0 else {})} for i in range(7)}
+PARTITIONS = {ORDERS: 2, TABLE: 1, TX: 1, LIVE: 1, **{t: 1 + i % 2 for i, t in enumerate(SMALL_TOPICS)}}
 GROUPS = ("near", "far")
 MASTER = "local[2]"
 QUIET = ("--quiet-period", "2s")
@@ -100,7 +103,9 @@ def read_from(bs: str, group: str | None, starts: dict[tuple[str, int], int]) ->
 def source(clusters):
     src, _ = clusters
     for t, n in PARTITIONS.items():
-        create(src, t, n, {"cleanup.policy": "compact"} if t == TABLE else None)
+        create(src, t, n, {"cleanup.policy": "compact"} if t == TABLE else SMALL_TOPICS.get(t))
+    for t in SMALL_TOPICS:
+        produce(src, t, PARTITIONS[t], 20, key_mod=7)
     produce(src, ORDERS, 2, 600)
     produce(src, TABLE, 1, 150, key_mod=40)
     produce_transactions(src, TX, 1)
@@ -246,6 +251,16 @@ def test_status_after_the_cutover_reads_the_bookkeeping_and_counts_the_same_dupl
     assert history["stage"] == "cut over: clients may switch" and "near" in history["offsets_set"]
     assert set(history["topics_created"]) == set(PARTITIONS) and history["mirrormaker"]["step"] == "mirrormaker-started"
     assert all(p["lag"] == 0 and p["time_lag_s"] == 0 for p in doc["partitions"])
+    # the target's topics: the same partitions, and the configs kmigrate set (MirrorMaker's sync is off)
+    assert doc["config_differences"] == {}
+    assert {(p["topic"], p["partition"]) for p in doc["partitions"]} == {
+        (t, i) for t, n in PARTITIONS.items() for i in range(n)}
+    a = AdminClient({"bootstrap.servers": tgt})
+    described = a.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, t) for t in SMALL_TOPICS])
+    for resource, future in described.items():
+        got = future.result(timeout=30)
+        assert {k: got[k].value for k in SMALL_TOPICS[resource.name]} == SMALL_TOPICS[resource.name], resource.name
+    assert {t: len(m.partitions) for t, m in a.list_topics(timeout=30).topics.items() if t in PARTITIONS} == PARTITIONS
     _, cut, _ = run_json(capsys, *cutover_args(clusters, state_dir), "--dry-run")
     expected = {(o["group"], o["topic"], o["partition"]): o["duplicates"] for o in cut["offsets"]}
     assert {(g["group"], g["topic"], g["partition"]): g["duplicates"] for g in doc["groups"]
