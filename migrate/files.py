@@ -212,3 +212,34 @@ def zk_auth(given: str | None, file: str | Path | None) -> str | None:
     if len(lines) != 1 or ":" not in lines[0] or lines[0].startswith(":"):
         raise BadInput(f"--zk-auth-file {p}: expected one line user:password (ZooKeeper digest authentication)")
     return lines[0]
+
+
+def zk_jaas(file: str | Path | None):
+    """The ZooKeeper SASL login of ``--zk-jaas-file`` (a JAAS file with a ``Client`` section, as Kafka's
+    tools take with ``-Djava.security.auth.login.config``), or None. The secret is never echoed."""
+    from migrate.core.zookeeper import jaas_client_login
+
+    import os
+    import re
+    import shlex
+
+    what = "--zk-jaas-file"
+    if file is None:  # as Kafka's tools: $KAFKA_OPTS' -Djava.security.auth.login.config, used if it has a Client section
+        try:
+            opts = shlex.split(os.environ.get("KAFKA_OPTS", ""))
+        except ValueError:
+            opts = []
+        found = [m.group(1) for o in opts if (m := re.fullmatch(r"-Djava\.security\.auth\.login\.config=(.+)", o))]
+        if not found:
+            return None
+        file, what = found[-1], "$KAFKA_OPTS -Djava.security.auth.login.config"
+    p = Path(file)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"{what} {p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{what} {p}: cannot read it ({type(exc).__name__})") from None
+    if what != "--zk-jaas-file" and not re.search(r"(^|[\s;}])Client\s*\{", text):
+        return None  # the JVM's ZooKeeper client would not log in either
+    return jaas_client_login(text, f"{what} {p}")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
+    AuthFailedError,
     BadVersionError,
     ConnectionLoss,
     KazooException,
@@ -136,10 +137,13 @@ class ZooKeeper:
         self.hosts = hosts
         self.auth = auth or []
         self.timeout_s = timeout_s
+        digest = [a for a in self.auth if isinstance(a, tuple)]  # a ZkSasl entry is the SASL login
+        sasl = [a.kazoo_options() for a in self.auth if not isinstance(a, tuple)]
         self._zk = KazooClient(
             hosts=hosts,
             timeout=max(10.0, timeout_s),
-            auth_data=self.auth or None,
+            auth_data=digest or None,
+            sasl_options=sasl[0] if sasl else None,
             connection_retry=KazooRetry(**SESSION_RETRY),
             command_retry=KazooRetry(max_tries=3, delay=0.2),
             logger=logging.getLogger("kmigrate.kazoo"),
@@ -151,6 +155,14 @@ class ZooKeeper:
         zk = cls(hosts, auth, timeout_s)
         try:
             zk._zk.start(timeout=timeout_s)
+            if zk.auth:  # a refused login may answer the first request only: ask one now
+                zk._zk.exists("/")
+        except AuthFailedError:
+            zk.close()
+            who = "; ".join(f"SASL {a.mechanism} as {a.username}" if not isinstance(a, tuple) else f"{a[0]} as "
+                            f"{a[1].split(':', 1)[0]}" for a in zk.auth)
+            raise BadInput(f"ZooKeeper at {hosts} refused the login ({who}): check the username and password "
+                           "of --zk-jaas-file (section Client) or --zk-auth") from None
         except (KazooTimeoutError, KazooException, OSError) as exc:
             zk.close()
             raise BadInput(

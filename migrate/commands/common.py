@@ -62,3 +62,9 @@ def parse_id_list(text: str | None, option: str) -> tuple[int, ...]:
         except ValueError:
             raise BadInput(f"{option} {text!r}: expected ids separated by commas, like 1,2,3 or 4-6") from None
     return tuple(ids)
+
+ZK_JAAS_FILE_OPTION = typer.Option(
+    None, "--zk-jaas-file", envvar="KMIGRATE_ZK_JAAS_FILE",
+    help="JAAS file whose Client section (DigestLoginModule username/password) logs in to ZooKeeper with SASL "
+         "DIGEST-MD5, as Kafka's tools take with -Djava.security.auth.login.config (also read from $KAFKA_OPTS). "
+         "Combine with --zk-auth-file for the super user a reconfig needs.")

@@ -20,7 +20,8 @@ import typer
 
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.errors import BadInput
-from migrate.files import zk_auth as read_zk_auth
+from migrate.files import zk_auth as read_zk_auth, zk_jaas
+from migrate.commands.common import ZK_JAAS_FILE_OPTION
 from migrate.core.zookeeper import ConfigError, Server, address_key, parse_server_spec, split_connect
 
 app = typer.Typer(
@@ -147,6 +148,7 @@ def zookeeper(
     command_config: Optional[Path] = typer.Option(None, "--command-config", help="Kafka client properties (SASL/SSL), as for Kafka's tools."),
     zk_auth: Optional[str] = ZK_AUTH_OPTION,
     zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
+    zk_jaas_file: Optional[Path] = ZK_JAAS_FILE_OPTION,
     joiner_timeout: float = typer.Option(120.0, "--joiner-timeout", help="Seconds to wait for every joiner to follow the leader and catch up."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -188,6 +190,7 @@ def zookeeper(
         command_config=str(command_config) if command_config else (book.kafka.command_config if book else None),
         kafka_client={k: str(v) for k, v in (book.kafka.client.items() if book else [])},
         zk_auth=read_zk_auth(zk_auth, zk_auth_file),
+        zk_sasl=zk_jaas(zk_jaas_file),
         joiner_timeout_s=joiner_timeout,
     )
     status_console = console if output == OutputFormat.text else err_console
@@ -279,6 +282,7 @@ def joiner_config(
     playbook: Optional[Path] = PLAYBOOK_OPTION,
     zk_auth: Optional[str] = ZK_AUTH_OPTION,
     zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
+    zk_jaas_file: Optional[Path] = ZK_JAAS_FILE_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Print the dynamic config file a joiner must start with: the committed config plus every joiner as an observer."""
@@ -290,7 +294,8 @@ def joiner_config(
         raise BadInput("no ZooKeeper to read the committed config from: give --zookeeper host:port (or --playbook)")
     adds = parse_add(add) if add else (tuple(s.id for s in book.zookeeper.add) if book else ())
     known = tuple(s.described() for s in book.zookeeper.add) if book else ()
-    config, committed, warnings = render_joiner_config(connect, joiner, adds, known, read_zk_auth(zk_auth, zk_auth_file))
+    config, committed, warnings = render_joiner_config(connect, joiner, adds, known, read_zk_auth(zk_auth, zk_auth_file),
+                                                       zk_jaas(zk_jaas_file))
     for w in warnings:
         err_console.print(f"warning: {w}", markup=False)
     if output == OutputFormat.json:

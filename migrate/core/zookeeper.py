@@ -74,13 +74,65 @@ def split_connect(connect: str) -> tuple[str, str]:
     return ",".join(f"{bracket(h)}:{p}" for h, p in hosts), chroot
 
 
-def parse_auth(text: str | None) -> list[tuple[str, str]]:
-    """``--zk-auth user:password`` -> kazoo auth_data (digest scheme)."""
-    if not text:
-        return []
-    if ":" not in text or text.startswith(":"):
-        raise BadInput("--zk-auth: expected user:password (ZooKeeper digest authentication)")
-    return [("digest", text)]
+def parse_auth(text: str | None, sasl: "ZkSasl | None" = None) -> list:
+    """``--zk-auth user:password`` -> kazoo auth_data (digest scheme), then the SASL login of
+    ``--zk-jaas-file`` if any (the ZooKeeper session adapter hands it to kazoo's ``sasl_options``)."""
+    out: list = []
+    if text:
+        if ":" not in text or text.startswith(":"):
+            raise BadInput("--zk-auth: expected user:password (ZooKeeper digest authentication)")
+        out.append(("digest", text))
+    if sasl is not None:
+        out.append(sasl)
+    return out
+
+
+DIGEST_LOGIN_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
+_KERBEROS_MODULES = ("com.sun.security.auth.module.Krb5LoginModule", "com.ibm.security.auth.module.Krb5LoginModule")
+
+
+@dataclass(frozen=True)
+class ZkSasl:
+    """A ZooKeeper SASL login (the JAAS ``Client`` section Kafka's tools read). Only DIGEST-MD5 is
+    supported; the password is in no repr."""
+
+    username: str
+    password: str = field(repr=False)
+    mechanism: str = "DIGEST-MD5"
+
+    def __repr__(self) -> str:
+        return f"ZkSasl({self.mechanism} username={self.username!r} password=[hidden])"
+
+    def kazoo_options(self) -> dict[str, str]:
+        return {"mechanism": self.mechanism, "username": self.username, "password": self.password}
+
+
+_JAAS_NOISE = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.S)
+_JAAS_SECTION = re.compile(r'([A-Za-z_$][\w$.-]*)\s*\{((?:"(?:\\.|[^"\\])*"|[^{}"])*)\}\s*;', re.S)
+
+
+def jaas_client_login(text: str, source: str, section: str = "Client") -> ZkSasl:
+    """The ZooKeeper SASL login of a JAAS file (``-Djava.security.auth.login.config``), section ``Client``
+    as ZooKeeper's Java client reads it (``zookeeper.sasl.clientconfig``). Errors name the file and what
+    is wrong, never a value."""
+    from migrate.core.clientconfig import parse_jaas
+
+    bare = _JAAS_NOISE.sub(lambda m: m.group(0) if m.group(0).startswith('"') else " ", text)
+    sections = {m.group(1): m.group(2) for m in _JAAS_SECTION.finditer(bare)}
+    if section not in sections:
+        found = ", ".join(sorted(sections)) or "none that parse (Name { Module required key=\"value\"; };)"
+        raise BadInput(f"{source}: no {section} section (the one ZooKeeper clients log in with); sections found: {found}")
+    entry = parse_jaas(sections[section], f"{source}: section {section}")
+    if entry.module in _KERBEROS_MODULES:
+        raise BadInput(f"{source}: section {section} logs in with Kerberos ({entry.module}); kmigrate supports "
+                       "ZooKeeper SASL DIGEST-MD5 only (DigestLoginModule) or --zk-auth digest authentication")
+    if entry.module != DIGEST_LOGIN_MODULE:
+        raise BadInput(f"{source}: section {section}: login module {entry.module} is not {DIGEST_LOGIN_MODULE}, "
+                       "the only ZooKeeper SASL login kmigrate supports")
+    missing = [k for k in ("username", "password") if not entry.options.get(k)]
+    if missing:
+        raise BadInput(f"{source}: section {section}: {' and '.join(missing)} missing (DigestLoginModule needs both)")
+    return ZkSasl(entry.options["username"], entry.options["password"])
 
 
 def _port(text: str, what: str, context: str) -> int:

@@ -85,6 +85,7 @@ class ZooKeeperRequest:
     command_config: str | None = None
     kafka_client: dict[str, str] = field(default_factory=dict)
     zk_auth: str | None = None
+    zk_sasl: Any = None  # core.zookeeper.ZkSasl of --zk-jaas-file
     joiner_timeout_s: float = 120.0
     confirm_timeout_s: float = 60.0
     post_timeout_s: float = 90.0
@@ -165,18 +166,18 @@ def _states(servers: Iterable[Server], membership: bool = False) -> dict[int, zk
     return {s.id: zka.server_state(s.client_address, membership) for s in servers if s.client_address}
 
 
-def prepare(connect: str, zk_auth: str | None) -> tuple[str, str, list[tuple[str, str]]]:
+def prepare(connect: str, zk_auth: str | None, zk_sasl: Any = None) -> tuple[str, str, list]:
     hosts, chroot = split_connect(connect)
-    return hosts, chroot, parse_auth(zk_auth)
+    return hosts, chroot, parse_auth(zk_auth, zk_sasl)
 
 
 def render_joiner_config(connect: str, joiner_id: int, adds: tuple[Server | int, ...], known: tuple[Server, ...],
-                         zk_auth: str | None = None) -> tuple[DynamicConfig, DynamicConfig, list[str]]:
+                         zk_auth: str | None = None, zk_sasl: Any = None) -> tuple[DynamicConfig, DynamicConfig, list[str]]:
     """The dynamic config file joiner ``joiner_id`` must start with, the committed config, and warnings.
 
     Refuses (BadInput) when the joiner is not described or breaks the id rule.
     """
-    hosts, _, auth = prepare(connect, zk_auth)
+    hosts, _, auth = prepare(connect, zk_auth, zk_sasl)
     with zka.ZooKeeper.connect(hosts, auth) as zk:
         committed = zk.committed_config()
     items = tuple(adds) if adds else (joiner_id,)
@@ -203,7 +204,7 @@ class ZooKeeperChange:
         self.req = request
         self.progress = progress or (lambda msg: None)
         self.clock = clock
-        self.hosts, self.chroot, self.auth = prepare(request.connect, request.zk_auth)
+        self.hosts, self.chroot, self.auth = prepare(request.connect, request.zk_auth, request.zk_sasl)
 
     # .................................................................. run
     def run(self) -> ZooKeeperResult:

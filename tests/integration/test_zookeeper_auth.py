@@ -1,0 +1,92 @@
+"""Issue 18, ZooKeeper SASL: ``--zk-jaas-file`` on a real ZooKeeper with SASL, ACLs and a digest super user.
+
+One SASL_PLAINTEXT sandbox (1 ZooKeeper, broker 1): ZooKeeper's ``Server`` JAAS section, brokers logging in
+with the ``Client`` section as ``kafka`` and ``zookeeper.set.acl=true`` (so /config/users, the SCRAM
+credentials, is readable by ``sasl:kafka`` alone), a digest super user ``super``. kmigrate reads ZooKeeper
+through the brokers' own JAAS file, as Kafka's tools take it; the reconfig of the swap needs the super user.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from migrate.adapters.zookeeper import ReconfigRefused, ZooKeeper
+from migrate.core.zookeeper import Reconfig, parse_auth
+from migrate.files import zk_auth, zk_jaas
+from migrate.sandbox.testing import running_sandbox
+
+from cli_support import run
+
+pytestmark = pytest.mark.integration
+
+SANDBOX = dict(zookeeper_ids=(1,), broker_ids=(1,), security="sasl_plaintext")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with running_sandbox(SANDBOX) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture(scope="module")
+def jaas(cluster):
+    return cluster.security.broker_zookeeper_jaas
+
+
+def _hosts(cluster) -> str:
+    return cluster.zookeeper_connect()
+
+
+def test_the_jaas_client_login_reads_what_only_sasl_kafka_may_read(cluster, jaas):
+    login = zk_jaas(jaas)
+    with ZooKeeper.connect(_hosts(cluster), parse_auth(None, login)) as zk:
+        acls, _ = zk._zk.get_acls("/config/users")
+        assert [(a.id.scheme, a.id.id) for a in acls] == [("sasl", "kafka")]
+        assert b"SCRAM-SHA-512" in zk.read("/config/users/kmigrate")
+    from kazoo.exceptions import NoAuthError
+
+    with ZooKeeper.connect(_hosts(cluster), None) as zk:
+        with pytest.raises(NoAuthError):
+            zk._zk.get("/config/users/kmigrate")
+
+
+def test_inspect_and_joiner_config_log_in_with_the_jaas_file_and_a_wrong_password_is_one_line(
+        cluster, jaas, capsys, tmp_path, monkeypatch):
+    kafka = ["--bootstrap-server", cluster.bootstrap_servers(spare=False),
+             "--command-config", str(cluster.security.properties_file("admin"))]
+    code, out, err = run(capsys, "inspect", "--zookeeper", cluster.zookeeper_connect(chroot=True), *kafka,
+                         "--zk-jaas-file", str(jaas), "-O", "json")
+    assert code == 0, err
+    assert [b["id"] for b in json.loads(out)["brokers"]] == [1]
+    monkeypatch.setenv("KMIGRATE_ZK_JAAS_FILE", str(jaas))
+    code, out, err = run(capsys, "zookeeper", "joiner-config", "2", "--zookeeper", cluster.zookeeper_connect(),
+                         "--add", "2=127.0.0.9:2888:3888;2181")
+    assert code == 0, err
+    assert "server.2=127.0.0.9:2888:3888:observer;2181" in out
+    monkeypatch.delenv("KMIGRATE_ZK_JAAS_FILE")
+    secret = zk_jaas(jaas).password
+    bad = tmp_path / "bad-jaas.conf"
+    bad.write_text(jaas.read_text().replace(secret, "not-the-password"))
+    code, out, err = run(capsys, "inspect", "--zookeeper", cluster.zookeeper_connect(chroot=True), *kafka,
+                         "--zk-jaas-file", str(bad))
+    assert code == 2
+    assert err.strip().count("\n") == 0 and "refused the login (SASL DIGEST-MD5 as kafka)" in err, err
+    assert "not-the-password" not in out + err and secret not in out + err
+
+
+def test_the_reconfig_needs_the_digest_super_user_not_the_brokers_sasl_identity(cluster, jaas):
+    """Which identity each step needs: reading (inspect, plan, joiner-config, the checks) works with the
+    brokers' SASL login; the reconfig is refused to it (NoAuth) and accepted with the super user added."""
+    login = zk_jaas(jaas)
+    superuser = zk_auth(None, cluster.security.zookeeper_auth_file)
+    with ZooKeeper.connect(_hosts(cluster), parse_auth(None, login)) as zk:
+        config = zk.committed_config()
+        with pytest.raises(ReconfigRefused) as refused:
+            zk.answer(zk.send_reconfig(Reconfig((config.get(1),), (), config.version)), 15)
+        assert refused.value.kind == "no-auth"
+        assert zk.committed_config().version == config.version
+    with ZooKeeper.connect(_hosts(cluster), parse_auth(superuser, login)) as zk:
+        after = zk.answer(zk.send_reconfig(Reconfig((config.get(1),), (), config.version)), 15)
+    assert after.version > config.version and after.get(1) == config.get(1)
