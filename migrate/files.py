@@ -243,3 +243,29 @@ def zk_jaas(file: str | Path | None):
     if what != "--zk-jaas-file" and not re.search(r"(^|[\s;}])Client\s*\{", text):
         return None  # the JVM's ZooKeeper client would not log in either
     return jaas_client_login(text, f"{what} {p}")
+
+
+def zk_client_config(file: str | Path | None):
+    """The TLS of ``--zk-client-config`` (Kafka's ``--zk-tls-config-file``: ``zookeeper.ssl.*``), stores
+    opened in memory, or None (no file, or ``zookeeper.ssl.client.enable`` not true)."""
+    import javaproperties
+
+    from migrate.core.zookeeper import ZkTls, zk_client_settings
+
+    if file is None:
+        return None
+    source = f"--zk-client-config {file}"
+    try:
+        props = dict(javaproperties.loads(Path(file).read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise BadInput(f"{source}: no such file") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadInput(f"{source}: cannot read it as Java properties ({type(exc).__name__})") from None
+    enabled, stores, check_hostname = zk_client_settings(props, source)
+    if not enabled:
+        return None
+    try:
+        pem = open_stores(stores, source)
+    except BadInput as exc:  # name the settings as the file does
+        raise BadInput(str(exc).replace(f"{source}: ssl.", f"{source}: zookeeper.ssl.")) from None
+    return ZkTls(pem.get("ssl.ca.pem"), pem.get("ssl.certificate.pem"), pem.get("ssl.key.pem"), check_hostname)

@@ -11,6 +11,7 @@ import socket
 import threading
 import time
 import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
@@ -34,6 +35,8 @@ from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixe
 from migrate.adapters import fourletter
 from migrate.errors import BadInput
 from migrate.core.units import split_host_port
+from migrate.adapters.kafka import _private_file
+from migrate.core.zookeeper import ZkSasl, ZkTls
 from migrate.core.zookeeper import ConfigError, DynamicConfig, Reconfig, address_key, bracket, parse_config
 
 log = logging.getLogger("kmigrate.zookeeper")
@@ -137,13 +140,21 @@ class ZooKeeper:
         self.hosts = hosts
         self.auth = auth or []
         self.timeout_s = timeout_s
-        digest = [a for a in self.auth if isinstance(a, tuple)]  # a ZkSasl entry is the SASL login
-        sasl = [a.kazoo_options() for a in self.auth if not isinstance(a, tuple)]
+        digest = [a for a in self.auth if isinstance(a, tuple)]
+        sasl = [a.kazoo_options() for a in self.auth if isinstance(a, ZkSasl)]
+        tls = next((a for a in self.auth if isinstance(a, ZkTls)), None)
+        self._files = ExitStack()  # kazoo reads PEM from files at every (re)connection: private ones, for the session
+        pem = {k: self._files.enter_context(_private_file(v)) for k, v in (
+            ("ca", tls.ca_pem), ("certfile", tls.certificate_pem), ("keyfile", tls.key_pem)) if v} if tls else {}
         self._zk = KazooClient(
             hosts=hosts,
             timeout=max(10.0, timeout_s),
             auth_data=digest or None,
             sasl_options=sasl[0] if sasl else None,
+            use_ssl=tls is not None,
+            verify_certs=True,
+            check_hostname=bool(tls and tls.check_hostname),
+            **pem,
             connection_retry=KazooRetry(**SESSION_RETRY),
             command_retry=KazooRetry(max_tries=3, delay=0.2),
             logger=logging.getLogger("kmigrate.kazoo"),
@@ -159,8 +170,8 @@ class ZooKeeper:
                 zk._zk.exists("/")
         except AuthFailedError:
             zk.close()
-            who = "; ".join(f"SASL {a.mechanism} as {a.username}" if not isinstance(a, tuple) else f"{a[0]} as "
-                            f"{a[1].split(':', 1)[0]}" for a in zk.auth)
+            who = "; ".join(f"SASL {a.mechanism} as {a.username}" if isinstance(a, ZkSasl) else f"{a[0]} as "
+                            f"{a[1].split(':', 1)[0]}" for a in zk.auth if not isinstance(a, ZkTls))
             raise BadInput(f"ZooKeeper at {hosts} refused the login ({who}): check the username and password "
                            "of --zk-jaas-file (section Client) or --zk-auth") from None
         except (KazooTimeoutError, KazooException, OSError) as exc:
@@ -168,6 +179,8 @@ class ZooKeeper:
             raise BadInput(
                 f"cannot reach ZooKeeper at {hosts} within {timeout_s:.0f} s ({type(exc).__name__}): "
                 "check --zookeeper (host:port, comma separated) and that the servers are up"
+                + ("; TLS (--zk-client-config) needs ZooKeeper's secureClientPort and a truststore holding its CA"
+                   if any(isinstance(a, ZkTls) for a in zk.auth) else "")
             ) from None
         return zk
 
@@ -177,6 +190,8 @@ class ZooKeeper:
             self._zk.close()
         except Exception:  # closing a broken session must not hide the real error
             pass
+        finally:
+            self._files.close()
 
     def __enter__(self) -> "ZooKeeper":
         return self

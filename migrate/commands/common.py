@@ -68,3 +68,8 @@ ZK_JAAS_FILE_OPTION = typer.Option(
     help="JAAS file whose Client section (DigestLoginModule username/password) logs in to ZooKeeper with SASL "
          "DIGEST-MD5, as Kafka's tools take with -Djava.security.auth.login.config (also read from $KAFKA_OPTS). "
          "Combine with --zk-auth-file for the super user a reconfig needs.")
+ZK_CLIENT_CONFIG_OPTION = typer.Option(
+    None, "--zk-client-config", envvar="KMIGRATE_ZK_CLIENT_CONFIG",
+    help="TLS to ZooKeeper's secureClientPort, as Kafka's --zk-tls-config-file: zookeeper.ssl.client.enable=true, "
+         "zookeeper.ssl.truststore.* and zookeeper.ssl.keystore.* (JKS, PKCS12 or PEM, opened in memory), "
+         "zookeeper.ssl.endpoint.identification.algorithm. Give --zookeeper the secure ports.")

@@ -10,8 +10,8 @@ from rich.table import Table
 
 from migrate.core.clientconfig import ClientSettings, translate
 from migrate.files import client_settings, load_playbook
-from migrate.files import zk_auth as zk_auth_from, zk_jaas
-from migrate.commands.common import ZK_JAAS_FILE_OPTION, OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
+from migrate.files import zk_auth as zk_auth_from, zk_client_config, zk_jaas
+from migrate.commands.common import ZK_CLIENT_CONFIG_OPTION, ZK_JAAS_FILE_OPTION, OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.errors import EXIT_FAILURE, BadInput
 from migrate.core.audit import versions_summary
 from migrate.core.model import ClusterSnapshot, snapshot_from_json, snapshot_to_dict, snapshot_to_json
@@ -45,20 +45,20 @@ def resolve_connection(playbook: Playbook | None, bootstrap: str | None, zookeep
     return settings, zookeeper
 
 
-def _auth(text: str | None, sasl=None) -> list | None:
+def _auth(text: str | None, sasl=None, tls=None) -> list | None:
     from migrate.core.zookeeper import parse_auth
 
-    return parse_auth(text, sasl) or None
+    return parse_auth(text, sasl, tls) or None
 
 
 def read_snapshot(settings: ClientSettings, zookeeper: str | None, zk_auth: str | None, sizes: bool = True,
-                  zk_sasl=None) -> ClusterSnapshot:
+                  zk_sasl=None, zk_tls=None) -> ClusterSnapshot:
     if not zookeeper:
         raise BadInput("no ZooKeeper connect string: give --zookeeper host:port[,...][/chroot] or a playbook")
     from migrate.runner.inspect import inspect_cluster
 
     with console.status("inspecting the cluster") as status:
-        return inspect_cluster(settings, zookeeper, _auth(zk_auth, zk_sasl), sizes=sizes, progress=status.update)
+        return inspect_cluster(settings, zookeeper, _auth(zk_auth, zk_sasl, zk_tls), sizes=sizes, progress=status.update)
 
 
 def inspect(
@@ -70,6 +70,7 @@ def inspect(
     zk_auth: Optional[str] = ZK_AUTH_OPTION,
     zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
     zk_jaas_file: Optional[Path] = ZK_JAAS_FILE_OPTION,
+    zk_client_config_file: Optional[Path] = ZK_CLIENT_CONFIG_OPTION,
     no_sizes: bool = typer.Option(False, "--no-sizes", help="Skip partition sizes (DescribeLogDirs)."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -77,7 +78,7 @@ def inspect(
     pb = load_playbook(playbook) if playbook else None
     settings, zk = resolve_connection(pb, bootstrap_server, zookeeper, command_config)
     snapshot = read_snapshot(settings, zk, zk_auth_from(zk_auth, zk_auth_file), sizes=not no_sizes,
-                             zk_sasl=zk_jaas(zk_jaas_file))
+                             zk_sasl=zk_jaas(zk_jaas_file), zk_tls=zk_client_config(zk_client_config_file))
     if out:
         out.write_text(snapshot_to_json(snapshot))
     if output == OutputFormat.json:
@@ -131,6 +132,7 @@ def plan(
     zk_auth: Optional[str] = ZK_AUTH_OPTION,
     zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
     zk_jaas_file: Optional[Path] = ZK_JAAS_FILE_OPTION,
+    zk_client_config_file: Optional[Path] = ZK_CLIENT_CONFIG_OPTION,
     force: bool = typer.Option(False, "--force", help="Let forceable audit errors pass (never a degraded cluster)."),
     allow_merge: bool = typer.Option(False, "--allow-merge", help="Allow two old brokers to map to one new broker."),
     topics_shown: int = typer.Option(30, "--topics-shown", help="Topics listed on screen (largest first); the files have all."),
@@ -155,7 +157,8 @@ def plan(
         snapshot = snapshot_from_json(text, str(cluster_file))
     else:
         settings, zk = resolve_connection(pb, bootstrap_server, zookeeper, command_config)
-        snapshot = read_snapshot(settings, zk, zk_auth_from(zk_auth, zk_auth_file), zk_sasl=zk_jaas(zk_jaas_file))
+        snapshot = read_snapshot(settings, zk, zk_auth_from(zk_auth, zk_auth_file), zk_sasl=zk_jaas(zk_jaas_file),
+                                 zk_tls=zk_client_config(zk_client_config_file))
     plan_name = str(out) if out else "plan.json"
     if from_reassignment_json:
         try:

@@ -67,6 +67,8 @@ def up(
                                                    "loopback prefix (default: --ip-prefix's third octet plus one)."),
     kafka_version: str = KAFKA_VERSION_OPTION,
     zookeeper_version: str = ZOOKEEPER_VERSION_OPTION,
+    zookeeper_tls: bool = typer.Option(False, "--zookeeper-tls", help="With --security sasl_ssl or mtls: every "
+                                       "ZooKeeper server also serves TLS on its client port + 1 (secureClientPort)."),
     directory: Optional[Path] = DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -84,6 +86,7 @@ def up(
         security=security.lower(),
         kafka_version=kafka_version,
         zookeeper_version=zookeeper_version,
+        zookeeper_tls=zookeeper_tls,
     )
     target = target_spec(spec, target_brokers, target_ip_prefix) if target_cluster else None
     sandbox = Sandbox(directory)

@@ -74,7 +74,7 @@ def split_connect(connect: str) -> tuple[str, str]:
     return ",".join(f"{bracket(h)}:{p}" for h, p in hosts), chroot
 
 
-def parse_auth(text: str | None, sasl: "ZkSasl | None" = None) -> list:
+def parse_auth(text: str | None, sasl: "ZkSasl | None" = None, tls: "ZkTls | None" = None) -> list:
     """``--zk-auth user:password`` -> kazoo auth_data (digest scheme), then the SASL login of
     ``--zk-jaas-file`` if any (the ZooKeeper session adapter hands it to kazoo's ``sasl_options``)."""
     out: list = []
@@ -82,9 +82,52 @@ def parse_auth(text: str | None, sasl: "ZkSasl | None" = None) -> list:
         if ":" not in text or text.startswith(":"):
             raise BadInput("--zk-auth: expected user:password (ZooKeeper digest authentication)")
         out.append(("digest", text))
-    if sasl is not None:
-        out.append(sasl)
+    out += [x for x in (sasl, tls) if x is not None]
     return out
+
+
+@dataclass(frozen=True)
+class ZkTls:
+    """TLS to ZooKeeper's secureClientPort (``--zk-client-config``): PEM text of the trusted CAs and of
+    the client certificate and key (opened in memory from JKS, PKCS12 or PEM stores); no repr shows the key."""
+
+    ca_pem: str | None = None
+    certificate_pem: str | None = None
+    key_pem: str | None = field(default=None, repr=False)
+    check_hostname: bool = True
+
+    def __repr__(self) -> str:
+        return (f"ZkTls(ca={'yes' if self.ca_pem else 'system'} client_certificate={'yes' if self.certificate_pem else 'no'}"
+                f" check_hostname={self.check_hostname})")
+
+
+# Kafka's --zk-tls-config-file / ZooKeeper client names -> Kafka client store names (migrate.files.open_stores)
+_ZK_STORE_SETTINGS = {f"zookeeper.ssl.{k}": f"ssl.{k}" for k in (
+    "keystore.location", "keystore.password", "keystore.type", "truststore.location", "truststore.password",
+    "truststore.type", "key.password")}
+_ZK_IGNORED = ("zookeeper.clientCnxnSocket", "zookeeper.ssl.protocol", "zookeeper.ssl.enabled.protocols",
+               "zookeeper.ssl.cipher.suites", "zookeeper.ssl.crl.enable", "zookeeper.ssl.ocsp.enable")
+
+
+def zk_client_settings(props: dict[str, str], source: str) -> tuple[bool, dict[str, str], bool]:
+    """A ``--zk-client-config`` file (Kafka's ``--zk-tls-config-file``) -> (TLS on, store settings under
+    Kafka client names, check the host name). Unknown names are refused, one line, never a value."""
+    unknown = sorted(k for k in props if k not in _ZK_STORE_SETTINGS and k not in _ZK_IGNORED and k not in (
+        "zookeeper.ssl.client.enable", "zookeeper.ssl.endpoint.identification.algorithm",
+        "zookeeper.ssl.hostnameVerification"))
+    if unknown:
+        raise BadInput(f"{source}: unknown setting {unknown[0]}: expected zookeeper.ssl.client.enable, "
+                       "zookeeper.ssl.truststore.*, zookeeper.ssl.keystore.* ... as Kafka's --zk-tls-config-file")
+    enabled = props.get("zookeeper.ssl.client.enable", "false").strip().lower()
+    if enabled not in ("true", "false"):
+        raise BadInput(f"{source}: zookeeper.ssl.client.enable must be true or false")
+    algorithm = props.get("zookeeper.ssl.endpoint.identification.algorithm", "HTTPS").strip().upper()
+    verify = props.get("zookeeper.ssl.hostnameVerification", "true").strip().lower()
+    if algorithm not in ("HTTPS", "") or verify not in ("true", "false"):
+        raise BadInput(f"{source}: zookeeper.ssl.endpoint.identification.algorithm takes HTTPS or nothing, "
+                       "zookeeper.ssl.hostnameVerification true or false")
+    stores = {_ZK_STORE_SETTINGS[k]: v for k, v in props.items() if k in _ZK_STORE_SETTINGS}
+    return enabled == "true", stores, algorithm == "HTTPS" and verify == "true"
 
 
 DIGEST_LOGIN_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"

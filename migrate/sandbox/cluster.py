@@ -287,7 +287,8 @@ class Sandbox:
         self.nodes = {}
         if spec.security != "plaintext":
             os.chmod(self.dir, 0o700)  # node dirs hold server.properties and zoo.cfg with secrets
-            sandbox_security.create(spec.security, self.dir / "security", [(b.id, b.host) for b in spec.brokers])
+            sandbox_security.create(spec.security, self.dir / "security", [(b.id, b.host) for b in spec.brokers],
+                                    [(z.id, z.host) for z in spec.zookeepers] if spec.zookeeper_tls else [])
         for z in spec.zookeepers:
             self.nodes[z.name] = NodeState("zookeeper", z.id, z.host, str(self.dir / z.name), spare=z.joiner)
         for b in spec.brokers:
@@ -409,6 +410,8 @@ class Sandbox:
         (home / "zoo.cfg.dynamic").write_text(dynamic)
         sec = self.security
         cfg = zoo_cfg(str(home / "data"), str(home / "zoo.cfg.dynamic"), sec.zoo_cfg_lines() if sec else None)
+        if spec.zookeeper_tls and sec is not None:
+            cfg += "\n".join(sec.zookeeper_tls_lines(z.id, z.host, z.client_port + 1)) + "\n"
         if sec is not None:
             write_private(home / "zoo.cfg", cfg)  # the super user's digest
         else:

@@ -87,6 +87,7 @@ class SandboxSpec:
     zookeeper_version: str = ZOOKEEPER_VERSION  # every ZooKeeper server's release, 3.5.x .. 3.8.x
     # brokers on another release than kafka_version ("broker id" -> release): a cluster in the middle of a rolling upgrade
     broker_kafka_versions: dict[str, str] = field(default_factory=dict)
+    zookeeper_tls: bool = False  # also a TLS secureClientPort (client port + 1) on every ZooKeeper server
 
     def __post_init__(self) -> None:
         zk = self.zookeeper_ids + self.spare_zookeeper_ids
@@ -113,6 +114,8 @@ class SandboxSpec:
             raise BadInput(f"--ip-prefix {self.ip_prefix!r} must be three octets of the loopback range, like 127.0.0")
         if self.security not in ("plaintext", "sasl_plaintext", "sasl_ssl", "mtls"):
             raise BadInput(f"--security {self.security!r}: choose one of plaintext, sasl_plaintext, sasl_ssl, mtls")
+        if self.zookeeper_tls and self.security not in ("sasl_ssl", "mtls"):
+            raise BadInput("--zookeeper-tls needs --security sasl_ssl or mtls (the sandbox CA signs ZooKeeper's certificate)")
         check_kafka_version(self.kafka_version)
         check_zookeeper_version(self.zookeeper_version)
         for b, v in self.broker_kafka_versions.items():

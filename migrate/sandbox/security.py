@@ -163,6 +163,35 @@ class SandboxSecurity:
             f"DigestAuthenticationProvider.superDigest={zookeeper_digest(ZK_SUPER_USER, self.password('zk_super'))}",
         ]
 
+    def zookeeper_keystore(self, zk_id: int) -> Path:
+        return self.dir / f"zookeeper-{zk_id}.keystore.p12"
+
+    def zookeeper_tls_lines(self, zk_id: int, host: str, secure_port: int) -> list[str]:
+        """zoo.cfg lines of ``--zookeeper-tls``: a TLS secureClientPort (Netty) beside the plaintext client
+        port, the server's PKCS12 keystore from the sandbox CA, no client certificate asked."""
+        return [
+            f"secureClientPort={secure_port}",
+            f"secureClientPortAddress={host}",
+            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+            f"ssl.keyStore.location={self.zookeeper_keystore(zk_id)}",
+            f"ssl.keyStore.password={self.password('store')}",
+            "ssl.keyStore.type=PKCS12",
+            f"ssl.trustStore.location={self.dir / 'truststore.jks'}",
+            f"ssl.trustStore.password={self.password('store')}",
+            "ssl.trustStore.type=JKS",
+            "ssl.clientAuth=none",
+        ]
+
+    def zookeeper_tls_client_config(self) -> dict[str, str]:
+        """A ``--zk-client-config`` (Kafka's ``--zk-tls-config-file``) for the sandbox's secureClientPort."""
+        return {
+            "zookeeper.ssl.client.enable": "true",
+            "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNetty",
+            "zookeeper.ssl.truststore.location": str(self.dir / "truststore.jks"),
+            "zookeeper.ssl.truststore.password": self.password("store"),
+            "zookeeper.ssl.truststore.type": "JKS",
+        }
+
     def zookeeper_jvm_options(self) -> list[str]:
         return [f"-Djava.security.auth.login.config={self.zookeeper_jaas}"]
 
@@ -243,7 +272,8 @@ class SandboxSecurity:
         return values
 
 
-def create(security: str, directory: Path, brokers: list[tuple[int, str]]) -> SandboxSecurity:
+def create(security: str, directory: Path, brokers: list[tuple[int, str]],
+           zookeepers: list[tuple[int, str]] = ()) -> SandboxSecurity:
     """Make every file of a secured sandbox in ``directory`` for ``brokers`` (id, host)."""
     check_security(security)
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -257,13 +287,14 @@ def create(security: str, directory: Path, brokers: list[tuple[int, str]]) -> Sa
     write_private(sec.broker_zookeeper_jaas, "Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
                                              f'  username="{ZK_BROKER_USER}"\n  password="{passwords["zk_kafka"]}";\n}};\n')
     if uses_tls(security):
-        _write_certificates(sec, brokers, passwords["store"])
+        _write_certificates(sec, brokers, passwords["store"], zookeepers)
     for user in USERS:
         write_private(sec.properties_file(user), _properties_text(sec.client_properties(user)))
     return sec
 
 
-def _write_certificates(sec: SandboxSecurity, brokers: list[tuple[int, str]], store_password: str) -> None:
+def _write_certificates(sec: SandboxSecurity, brokers: list[tuple[int, str]], store_password: str,
+                        zookeepers: list[tuple[int, str]] = ()) -> None:
     import jks
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -303,6 +334,10 @@ def _write_certificates(sec: SandboxSecurity, brokers: list[tuple[int, str]], st
         key, cert = issue("broker", host)
         write_private(sec.dir / f"kafka-{broker_id}.keystore.p12",
                       pkcs12.serialize_key_and_certificates(b"broker", key, cert, [ca], encryption))
+    for zk_id, host in zookeepers:  # --zookeeper-tls: the secureClientPort's certificate
+        key, cert = issue("zookeeper", host)
+        write_private(sec.zookeeper_keystore(zk_id),
+                      pkcs12.serialize_key_and_certificates(b"zookeeper", key, cert, [ca], encryption))
     if sec.security != "mtls":
         return
     for user in USERS:

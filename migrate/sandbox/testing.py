@@ -20,7 +20,7 @@ from typing import Iterator
 from migrate.sandbox.cluster import Sandbox, _port_free
 from migrate.sandbox.layout import SandboxSpec
 
-PORTS = (2181, 2888, 3888, 9092)
+PORTS = (2181, 2182, 2888, 3888, 9092)  # 2182: --zookeeper-tls's secureClientPort
 
 
 def free_ip_prefix(nodes: int = 8, rng: random.Random | None = None) -> str:

@@ -1,9 +1,10 @@
 """Issue 18, ZooKeeper SASL: ``--zk-jaas-file`` on a real ZooKeeper with SASL, ACLs and a digest super user.
 
-One SASL_PLAINTEXT sandbox (1 ZooKeeper, broker 1): ZooKeeper's ``Server`` JAAS section, brokers logging in
+One SASL_SSL sandbox (1 ZooKeeper with a TLS secureClientPort beside its client port, broker 1): ZooKeeper's ``Server`` JAAS section, brokers logging in
 with the ``Client`` section as ``kafka`` and ``zookeeper.set.acl=true`` (so /config/users, the SCRAM
 credentials, is readable by ``sasl:kafka`` alone), a digest super user ``super``. kmigrate reads ZooKeeper
 through the brokers' own JAAS file, as Kafka's tools take it; the reconfig of the swap needs the super user.
+``--zk-client-config`` (Kafka's ``--zk-tls-config-file``, a JKS truststore) reaches the secureClientPort.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from cli_support import run
 
 pytestmark = pytest.mark.integration
 
-SANDBOX = dict(zookeeper_ids=(1,), broker_ids=(1,), security="sasl_plaintext")
+SANDBOX = dict(zookeeper_ids=(1,), broker_ids=(1,), security="sasl_ssl", zookeeper_tls=True)
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +91,20 @@ def test_the_reconfig_needs_the_digest_super_user_not_the_brokers_sasl_identity(
     with ZooKeeper.connect(_hosts(cluster), parse_auth(superuser, login)) as zk:
         after = zk.answer(zk.send_reconfig(Reconfig((config.get(1),), (), config.version)), 15)
     assert after.version > config.version and after.get(1) == config.get(1)
+
+
+def test_inspect_over_tls_to_the_secure_client_port_with_a_sasl_login(cluster, jaas, capsys, tmp_path):
+    import javaproperties
+
+    config = tmp_path / "zk-tls.properties"
+    config.write_text(javaproperties.dumps(cluster.security.zookeeper_tls_client_config()))
+    spec = cluster.spec
+    secure = ",".join(f"{z.host}:{z.client_port + 1}" for z in spec.zookeepers) + spec.chroot
+    kafka = ["--bootstrap-server", cluster.bootstrap_servers(spare=False),
+             "--command-config", str(cluster.security.properties_file("admin"))]
+    code, out, err = run(capsys, "inspect", "--zookeeper", secure, *kafka, "--zk-client-config", str(config),
+                         "--zk-jaas-file", str(jaas), "-O", "json")
+    assert code == 0, err
+    snapshot = json.loads(out)
+    assert [b["id"] for b in snapshot["brokers"]] == [1]
+    assert cluster.security.password("store") not in out + err
