@@ -50,13 +50,15 @@ def ensure_topic(settings: ClientSettings, topic: str, replication_factor: int, 
 
 
 class CanaryConsumer:
-    """A consumer of the canary topic with explicit positions (no group offsets are committed)."""
+    """A consumer of the canary topic with explicit positions; its group's offsets are committed only by
+    :meth:`commit` (a canary that moves to another cluster, whose group offsets are translated there)."""
 
     def __init__(self, settings: ClientSettings, group_id: str):
         self._consumer = Consumer(settings.confluent(**{
             "group.id": group_id, "enable.auto.commit": False, "auto.offset.reset": "earliest",
             "logger": _RDKAFKA_LOG,
         }))
+        self._positions: dict[tuple[str, int], int] = {}
 
     def end_offset(self, topic: str, partition: int) -> int:
         """The partition's high watermark; ClientError when the client cannot tell yet (a just-created topic)."""
@@ -68,6 +70,25 @@ class CanaryConsumer:
     def assign(self, topic: str, positions: dict[int, int]) -> None:
         """Read each partition from the given offset."""
         self._consumer.assign([TopicPartition(topic, p, offset) for p, offset in sorted(positions.items())])
+        self._positions = {(topic, p): offset for p, offset in positions.items()}
+
+    def committed(self, topic: str, partitions: range) -> dict[int, int | None]:
+        """The group's committed offset of each partition (None: none committed); ClientError when not answered."""
+        try:
+            got = self._consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=15)
+        except KafkaException as exc:
+            raise ClientError(str(exc)) from None
+        return {tp.partition: (tp.offset if tp.offset >= 0 else None) for tp in got}
+
+    def commit(self) -> None:
+        """Commit the positions of the assigned partitions (the next record each would read), synchronously."""
+        offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(self._positions.items())]
+        if not offsets:
+            return
+        try:
+            self._consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            raise ClientError(str(exc)) from None
 
     def consume(self, max_records: int = 500, timeout_s: float = 0.2) -> tuple[list[tuple[bytes | None, int]], list[str]]:
         """``([(value, partition), ...], [error, ...])``: the records read, and the errors that are not
@@ -82,6 +103,7 @@ class CanaryConsumer:
                     errors.append(err.str())
                 continue
             records.append((msg.value(), msg.partition()))
+            self._positions[(msg.topic(), msg.partition())] = msg.offset() + 1
         return records, errors
 
     def close(self) -> None:

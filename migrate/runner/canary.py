@@ -28,7 +28,10 @@ class Canary:
     """Writes sequence-numbered records at ``rate_per_s`` and reads them back, until ``stop()``."""
 
     def __init__(self, settings: ClientSettings, topic: str = DEFAULT_TOPIC, rate_per_s: float = 100.0,
-                 replication_factor: int = 3, min_insync_replicas: int = 2):
+                 replication_factor: int = 3, min_insync_replicas: int = 2, group: str | None = None):
+        """``group``: the consumer's group, whose offsets are committed when it pauses (:meth:`pause`), so
+        that it can go on from them elsewhere (:meth:`resume`: another cluster with translated offsets);
+        without it, a group of this run's own and nothing committed."""
         if rate_per_s <= 0 or rate_per_s > 100_000:
             raise BadInput(f"--rate {rate_per_s}: give records per second between 1 and 100000")
         self.settings = settings
@@ -44,6 +47,8 @@ class Canary:
         self.ledger: CanaryLedger | None = None
         self._flush_timeout_s = 60.0
         self.partitions = 0
+        self.group = group
+        self._next_seq = 0
 
     # ------------------------------------------------------------------ topic
     def ensure_topic(self, timeout_s: float = 60) -> int:
@@ -67,11 +72,16 @@ class Canary:
         after_create = self.check_rights()
         self.partitions = self.ensure_topic()
         after_create()
-        consumer = CanaryConsumer(self.settings, f"kmigrate-canary-{self.run_id}")
+        consumer = CanaryConsumer(self.settings, self.group or f"kmigrate-canary-{self.run_id}")
         # Start reading at the current end of each partition (explicit offsets): this run's records come after it.
         consumer.assign(self.topic, {p: self._high_watermark(consumer, p) for p in range(self.partitions)})
         self._producer = self._warm_producer()
         self.ledger = CanaryLedger(self.topic, started_s=time.monotonic())
+        return self._run(consumer)
+
+    def _run(self, consumer: CanaryConsumer) -> "Canary":
+        self._stop_producing.clear()
+        self._stop_consuming.clear()
         self._threads = [
             threading.Thread(target=self._consume, args=(consumer,), name="canary-consumer", daemon=True),
             threading.Thread(target=self._produce, name="canary-producer", daemon=True),
@@ -116,7 +126,7 @@ class Canary:
         assert self.ledger is not None
         producer = self._producer
         interval = 1.0 / self.rate_per_s
-        seq = 0
+        seq = self._next_seq
         next_s = time.monotonic()
 
         def delivered(err: str | None, value: bytes | None) -> None:
@@ -142,6 +152,7 @@ class Canary:
             with self._lock:
                 self.ledger.on_send(seq, partition, now)
             seq += 1
+            self._next_seq = seq
             next_s += interval
             if next_s < now - 1.0:  # fell behind (a stall): do not burst to catch up
                 next_s = now
@@ -166,6 +177,11 @@ class Canary:
                             self.ledger.on_consume(seq, partition, now)
         finally:
             self._consumer_ready.set()
+            if self.group is not None:
+                try:
+                    consumer.commit()
+                except ClientError as exc:
+                    self._note_error(f"consumer: committing the group {self.group}'s offsets: {exc}")
             consumer.close()
 
     def _note_error(self, text: str) -> None:
@@ -186,16 +202,44 @@ class Canary:
     def stop(self, drain_timeout_s: float = 60) -> CanaryReport:
         """Stop producing, wait (``drain_timeout_s`` at most, in all) for the outstanding acknowledgements
         and until every acknowledged record is consumed, and return the final report."""
+        self.pause(drain_timeout_s)
+        with self._lock:
+            return self.ledger.report(time.monotonic(), final=True)
+
+    def pause(self, drain_timeout_s: float = 60, drain: bool = True) -> CanaryReport:
+        """Stop producing (waiting for the outstanding acknowledgements), then, with ``drain``, wait until
+        every acknowledged record is consumed (``drain_timeout_s`` at most in all), then stop the consumer
+        (committing its group's offsets when it has a group). The figures so far; :meth:`resume` goes on."""
         assert self.ledger is not None
         deadline = time.monotonic() + drain_timeout_s
         self._flush_timeout_s = drain_timeout_s
         self._stop_producing.set()
         self._threads[1].join(drain_timeout_s + 30)
-        poll(self._drained, timeout_s=max(0.0, deadline - time.monotonic()), interval_s=0.1)
+        if drain:
+            poll(self._drained, timeout_s=max(0.0, deadline - time.monotonic()), interval_s=0.1)
         self._stop_consuming.set()
         self._threads[0].join(30)
-        with self._lock:
-            return self.ledger.report(time.monotonic(), final=True)
+        return self.report()
+
+    def resume(self, settings: ClientSettings | None = None) -> "Canary":
+        """Go on after :meth:`pause`, on ``settings``' cluster (default: the same one), with the same
+        sequence numbers and ledger: the consumer reads from its group's committed offsets there (a
+        partition with none: from its start), so records read again count as duplicated, and records
+        acknowledged before the pause and never read count as lost at the end. The topic must exist there
+        with the same partitions (a cross-cluster copy)."""
+        if self.group is None:
+            raise BadInput("the canary resumes from its group's offsets: give it a group")
+        self.settings = settings or self.settings
+        consumer = CanaryConsumer(self.settings, self.group)
+        try:
+            committed = wait_until(lambda: (consumer.committed(self.topic, range(self.partitions)),), timeout_s=60,
+                                   interval_s=0.5, what=f"the group {self.group}'s offsets",
+                                   retry_on=(ClientError,))[0]
+        except ClientError as exc:
+            raise StepFailed(f"cannot read the group {self.group}'s offsets on {self.settings.bootstrap_servers}: {exc}") from None
+        consumer.assign(self.topic, {p: 0 if o is None else o for p, o in committed.items()})
+        self._producer = self._warm_producer()
+        return self._run(consumer)
 
 
 class StopRequests:
