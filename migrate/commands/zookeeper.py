@@ -20,8 +20,8 @@ import typer
 
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.errors import BadInput
-from migrate.files import zk_auth as read_zk_auth, zk_jaas
-from migrate.commands.common import ZK_JAAS_FILE_OPTION
+from migrate.files import zk_auth as read_zk_auth, zk_client_config, zk_jaas
+from migrate.commands.common import ZK_CLIENT_CONFIG_OPTION, ZK_JAAS_FILE_OPTION
 from migrate.core.zookeeper import ConfigError, Server, address_key, parse_server_spec, split_connect
 
 app = typer.Typer(
@@ -283,6 +283,7 @@ def joiner_config(
     zk_auth: Optional[str] = ZK_AUTH_OPTION,
     zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
     zk_jaas_file: Optional[Path] = ZK_JAAS_FILE_OPTION,
+    zk_client_config_file: Optional[Path] = ZK_CLIENT_CONFIG_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Print the dynamic config file a joiner must start with: the committed config plus every joiner as an observer."""
@@ -295,7 +296,7 @@ def joiner_config(
     adds = parse_add(add) if add else (tuple(s.id for s in book.zookeeper.add) if book else ())
     known = tuple(s.described() for s in book.zookeeper.add) if book else ()
     config, committed, warnings = render_joiner_config(connect, joiner, adds, known, read_zk_auth(zk_auth, zk_auth_file),
-                                                       zk_jaas(zk_jaas_file))
+                                                       zk_jaas(zk_jaas_file), zk_client_config(zk_client_config_file))
     for w in warnings:
         err_console.print(f"warning: {w}", markup=False)
     if output == OutputFormat.json:

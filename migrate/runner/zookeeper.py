@@ -172,12 +172,14 @@ def prepare(connect: str, zk_auth: str | None, zk_sasl: Any = None) -> tuple[str
 
 
 def render_joiner_config(connect: str, joiner_id: int, adds: tuple[Server | int, ...], known: tuple[Server, ...],
-                         zk_auth: str | None = None, zk_sasl: Any = None) -> tuple[DynamicConfig, DynamicConfig, list[str]]:
+                         zk_auth: str | None = None, zk_sasl: Any = None,
+                         zk_tls: Any = None) -> tuple[DynamicConfig, DynamicConfig, list[str]]:
     """The dynamic config file joiner ``joiner_id`` must start with, the committed config, and warnings.
 
     Refuses (BadInput) when the joiner is not described or breaks the id rule.
     """
     hosts, _, auth = prepare(connect, zk_auth, zk_sasl)
+    auth += [zk_tls] if zk_tls is not None else []
     with zka.ZooKeeper.connect(hosts, auth) as zk:
         committed = zk.committed_config()
     items = tuple(adds) if adds else (joiner_id,)

@@ -108,3 +108,7 @@ def test_inspect_over_tls_to_the_secure_client_port_with_a_sasl_login(cluster, j
     snapshot = json.loads(out)
     assert [b["id"] for b in snapshot["brokers"]] == [1]
     assert cluster.security.password("store") not in out + err
+    code, out, err = run(capsys, "zookeeper", "joiner-config", "2", "--zookeeper", secure, "--zk-client-config",
+                         str(config), "--add", "2=127.0.0.9:2888:3888;2181")
+    assert code == 0, err
+    assert "server.2=127.0.0.9:2888:3888:observer;2181" in out
