@@ -13,7 +13,8 @@ from rich.table import Table
 from migrate.commands.canary import report_table
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
 from migrate.sandbox.demo import Demo
-from migrate.errors import EXIT_FAILURE
+from migrate.sandbox.demo_cross import CrossClusterDemo
+from migrate.errors import EXIT_FAILURE, BadInput
 from migrate.core.units import format_bytes
 
 
@@ -25,12 +26,17 @@ def demo(
     scale: float = typer.Option(1.0, "--scale", help="Multiply the demo's record counts (0.1 for a quick look)."),
     security: str = typer.Option("plaintext", "--security", help="The sandbox's security (kmigrate sandbox up --security): "
                                  "plaintext, sasl_ssl, mtls or sasl_plaintext; kmigrate runs as its least-privileged user."),
+    cross_cluster: bool = typer.Option(False, "--cross-cluster", help="Instead: copy the source to a second, separate "
+                                       "cluster with MirrorMaker 2 (mirror start, status --wait, cutover, stop) and switch "
+                                       "the canary's producer and consumer group to it (--scale defaults to 0.1 there)."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Run the whole migration on a sandbox: plan, ZooKeeper swap, partitions, verify, decommission, under a canary."""
     work = directory or Path(tempfile.mkdtemp(prefix="kmigrate-demo-"))
     if output == OutputFormat.text:
-        console.print(f"kmigrate demo in {work}: 3 ZooKeeper servers and 3 brokers move to 3 new of each, live")
+        console.print(f"kmigrate demo in {work}: " + (
+            "a cluster copied to a separate one by MirrorMaker 2, its clients switched, live" if cross_cluster else
+            "3 ZooKeeper servers and 3 brokers move to 3 new of each, live"))
     status = console.status("starting") if output == OutputFormat.text else None
 
     def progress(msg: str) -> None:
@@ -43,8 +49,13 @@ def demo(
         else:
             status.update(msg)
 
-    run = Demo(work, ip_prefix=ip_prefix, throttle=throttle, records_scale=scale, progress=progress,
-               security=security.lower())
+    if cross_cluster:
+        if security.lower() != "plaintext":
+            raise BadInput("--cross-cluster runs on plaintext sandboxes only for now: leave out --security")
+        run = CrossClusterDemo(work, ip_prefix=ip_prefix, records_scale=0.1 if scale == 1.0 else scale, progress=progress)
+    else:
+        run = Demo(work, ip_prefix=ip_prefix, throttle=throttle, records_scale=scale, progress=progress,
+                   security=security.lower())
     try:
         if status is not None:
             with status:
@@ -59,14 +70,22 @@ def demo(
     if output == OutputFormat.json:
         emit_json(report.to_dict())
     else:
-        table = Table("phase", "seconds", "result", title="kmigrate demo")
+        table = Table("phase", "seconds", "result", title="kmigrate demo" + (" --cross-cluster" if cross_cluster else ""))
         for phase in report.phases:
             table.add_row(phase.name, f"{phase.seconds:.1f}", phase.detail)
         console.print(table)
-        console.print(f"moved {report.partitions_moved} partitions of {report.topics_moved} topics, "
-                      f"{format_bytes(report.bytes_moved)} copied")
+        if cross_cluster:
+            for gate in report.cutover.get("gates", []):
+                console.print(f"cutover gate {gate['gate']}: {'passed' if gate['passed'] else 'NOT passed'} ({gate['how']})")
+        else:
+            console.print(f"moved {report.partitions_moved} partitions of {report.topics_moved} topics, "
+                          f"{format_bytes(report.bytes_moved)} copied")
         if report.canary is not None:
-            console.print(report_table(report.canary, title="canary during the whole migration"))
+            console.print(report_table(report.canary, title="canary during the whole migration"
+                                       + (" (source, then target)" if cross_cluster else "")))
+        if cross_cluster:
+            console.print(f"duplicates the switch cost {report.canary_group}: cutover reported {report.cutover_duplicates}, "
+                          f"the canary saw {report.canary.duplicated if report.canary else '?'}")
         console.print("verify: " + ("every partition matches" if report.verify.get("ok") else "DIFFERENCES FOUND"))
         if keep:
             console.print(f"sandbox left running: kmigrate sandbox status --dir {run.sandbox.dir}")
