@@ -206,6 +206,10 @@ class ReassignmentAdmin:
         self.timeout_s = timeout_s
         self.admin = admin_client(settings, timeout_s=min(timeout_s, 15.0))
         self._kp = None
+        # brokers that hide their dynamic rates from DescribeConfigs (Kafka before 2.8), and what reads
+        # them elsewhere (ZooKeeper): broker ids -> {name: value}; set by the runner
+        self.hidden_rates: frozenset[int] = frozenset()
+        self.read_hidden_rates: Callable[[list[int]], dict[int, dict[str, str]]] | None = None
 
     @property
     def kp(self):
@@ -341,7 +345,8 @@ class ReassignmentAdmin:
     def broker_dynamic_configs(self, brokers: list[int], names: tuple[str, ...]) -> dict[int, dict[str, str]]:
         """broker -> {name: value} of the named per-broker dynamic configs that are set.
         A broker that does not answer is absent. One request per broker (librdkafka takes one
-        BROKER resource per call), all sent before any answer is awaited."""
+        BROKER resource per call), all sent before any answer is awaited. The brokers in
+        :attr:`hidden_rates` are read with :attr:`read_hidden_rates` too (what it finds wins)."""
         from confluent_kafka.admin import ConfigSource
 
         pending = {}
@@ -359,6 +364,10 @@ class ReassignmentAdmin:
                 n: entries[n].value for n in names
                 if n in entries and entries[n].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
             }
+        hidden = sorted(b for b in out if b in self.hidden_rates)
+        if hidden and self.read_hidden_rates is not None:
+            for b, found in self.read_hidden_rates(hidden).items():
+                out[b].update({n: v for n, v in found.items() if n in names})
         return out
 
     def set_brokers_configs(self, values: dict[int, dict[str, str | None]]) -> dict[int, str]:

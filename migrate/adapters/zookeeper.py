@@ -343,6 +343,14 @@ class ZooKeeper:
         return found
 
 
+def broker_config_znodes(hosts: str, chroot: str, auth: list | None, brokers: list[int],
+                         timeout_s: float = 15.0) -> dict[int, bytes | None]:
+    """Each broker's dynamic config znode (``<chroot>/config/brokers/<id>``; None when absent), read in one
+    session. BadInput when ZooKeeper cannot be reached or refuses the login."""
+    with ZooKeeper.connect(hosts, auth, timeout_s) as zk:
+        return {b: zk.read(f"{chroot}/config/brokers/{b}") for b in brokers}
+
+
 def committed_config_from(addresses: list[str], auth: list[tuple[str, str]] | None, timeout_s: float = 15.0) -> DynamicConfig:
     """Read the committed config through a fresh session on ``addresses`` (the lost-answer check)."""
     with ZooKeeper.connect(",".join(addresses), auth, timeout_s) as zk:

@@ -19,7 +19,8 @@ import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
-from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
+from migrate.commands.common import OUTPUT_OPTION, ZK_JAAS_FILE_OPTION, OutputFormat, console, emit_json
+from migrate.commands.plan import ZK_AUTH_FILE_OPTION, ZK_AUTH_OPTION
 from migrate.commands.settings import DEFAULT_THROTTLE, Inputs, resolve
 from migrate.core.ledger import DEFAULT_TOPIC
 from migrate.core.mapping import compile_topic_filter
@@ -35,9 +36,21 @@ PLAN_OPTION = typer.Option(None, "--plan", help="Plan written by kmigrate plan: 
 BOOKKEEPING_OPTION = typer.Option(None, "--bookkeeping-topic", help=f"Topic recording the migration (default {DEFAULT_TOPIC}).")
 
 
+def zookeeper_of(inputs: Inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file) -> tuple[str | None, tuple]:
+    """The ZooKeeper connect (``--zookeeper``, else the playbook's with its joiners) and login kmigrate
+    reads broker rates with where Kafka before 2.8 hides them."""
+    from migrate.core.zookeeper import parse_auth
+    from migrate.files import zk_auth as read_zk_auth, zk_jaas
+
+    pb = inputs.playbook
+    connect = zookeeper or (pb.zookeeper.reading_connect if pb is not None else None)
+    return connect, tuple(parse_auth(read_zk_auth(zk_auth, zk_auth_file), zk_jaas(zk_jaas_file)))
+
+
 def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, throttle, topics, exclude, resume,
                   on_stall, stall_timeout, poll_interval, max_moves_per_broker, max_moves_cluster, dry_run, force,
-                  bookkeeping_topic, command="kmigrate partitions"):
+                  bookkeeping_topic, command="kmigrate partitions", zookeeper=None, zk_auth=None, zk_auth_file=None,
+                  zk_jaas_file=None, ignore_hidden_broker_rates=False):
     """Options (and playbook / plan) -> :class:`~migrate.runner.partitions.PartitionsRequest`. BadInput on any problem."""
     from migrate.runner.partitions import PartitionsRequest
 
@@ -46,6 +59,7 @@ def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, 
     include_re, exclude_re = compile_topic_filter(topics, exclude)
     inputs = Inputs.load(playbook, plan)
     client = inputs.client(bootstrap_server, command_config)
+    zk, auth = zookeeper_of(inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file)
     settings = resolve(inputs, mapping=mapping, throttle=throttle, bookkeeping_topic=bookkeeping_topic,
                        max_moves_per_broker=max_moves_per_broker, max_moves_cluster=max_moves_cluster,
                        run=True, force=force)
@@ -67,6 +81,9 @@ def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, 
         force=force,
         resume=resume,
         command=command,
+        zookeeper=zk,
+        zk_auth=auth,
+        ignore_hidden_rates=ignore_hidden_broker_rates,
     )
 
 
@@ -79,10 +96,17 @@ def rerun_command(argv: list[str]) -> str:
 
     >>> rerun_command(["partitions", "--playbook", "my migration.yaml", "--resume", "-O", "json"])
     "kmigrate partitions --playbook 'my migration.yaml' -O json"
+    >>> rerun_command(["partitions", "--zk-auth", "kafka:secret"])
+    'kmigrate partitions --zk-auth kafka:PASSWORD'
     """
     args = list(argv)
     if args and args[0] == "partitions":
         args = args[1:]
+    for i, a in enumerate(args):  # never echo a password: the operator types it again
+        if a == "--zk-auth" and i + 1 < len(args):
+            args[i + 1] = args[i + 1].split(":", 1)[0] + ":PASSWORD"
+        elif a.startswith("--zk-auth="):
+            args[i] = a.split(":", 1)[0] + ":PASSWORD"
     return shlex.join(["kmigrate", "partitions", *(a for a in args if a not in _NOT_REPEATED)])
 
 
@@ -249,6 +273,11 @@ def partitions(
     bookkeeping_topic: Optional[str] = BOOKKEEPING_OPTION,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be reassigned; change nothing."),
     force: bool = typer.Option(False, "--force", help="Move even with under-replicated/offline partitions or a dead target broker."),
+    zookeeper: Optional[str] = typer.Option(None, "--zookeeper", help="ZooKeeper connect string, chroot included (default: the playbook's, joiners added): brokers before Kafka 2.8 hide their throttle rates from DescribeConfigs, kmigrate reads them there."),
+    zk_auth: Optional[str] = ZK_AUTH_OPTION,
+    zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
+    zk_jaas_file: Optional[Path] = ZK_JAAS_FILE_OPTION,
+    ignore_hidden_broker_rates: bool = typer.Option(False, "--ignore-hidden-broker-rates", help="Brokers before Kafka 2.8 and no ZooKeeper connect: go on anyway; a throttle rate someone else set there is then removed with kmigrate's."),
     output: OutputFormat = OUTPUT_OPTION,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Text output: one line per throttle config adopted or removed (--output json always has them)."),
 ) -> None:
@@ -264,8 +293,10 @@ def partitions(
         inputs = Inputs.load(playbook, plan)
         client = inputs.client(bootstrap_server, command_config)
         book = resolve(inputs, bookkeeping_topic=bookkeeping_topic).bookkeeping_topic
+        zk, auth = zookeeper_of(inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file)
         try:
-            cancel_partitions(client, book, render, dry_run=dry_run, include=include_re, exclude=exclude_re)
+            cancel_partitions(client, book, render, dry_run=dry_run, include=include_re, exclude=exclude_re,
+                              zookeeper=zk, zk_auth=auth, ignore_hidden_rates=ignore_hidden_broker_rates)
         finally:
             if isinstance(render, TextRenderer):
                 render.close()
@@ -277,6 +308,8 @@ def partitions(
         throttle=throttle, topics=topics, exclude=exclude, resume=resume, on_stall=on_stall, stall_timeout=stall_timeout,
         poll_interval=poll_interval, max_moves_per_broker=max_moves_per_broker, max_moves_cluster=max_moves_cluster,
         dry_run=dry_run, force=force, bookkeeping_topic=bookkeeping_topic, command=rerun_command(sys.argv[1:]),
+        zookeeper=zookeeper, zk_auth=zk_auth, zk_auth_file=zk_auth_file, zk_jaas_file=zk_jaas_file,
+        ignore_hidden_broker_rates=ignore_hidden_broker_rates,
     )
     try:
         run_partitions(request, render)

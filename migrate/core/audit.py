@@ -56,7 +56,7 @@ from typing import Iterable, Mapping, Sequence
 from migrate.core.model import ClusterSnapshot, parse_rack
 from migrate.core.plan import BrokerTotal, Finding, ZkPlan
 from migrate.core.playbook import Playbook
-from migrate.core.versions import KAFKA_RANGE, release_tuple
+from migrate.core.versions import KAFKA_RANGE, hides_broker_rates, release_tuple
 from migrate.core.units import format_bytes, format_duration, format_rate, parse_connect, split_host_port
 from migrate.core.zookeeper import PARTICIPANT, low_joiner_ids, supports_reconfig, voter_count_risk
 
@@ -194,14 +194,14 @@ def audit_versions(snapshot: ClusterSnapshot) -> list[Finding]:
         out.append(Finding("warning", "kafka.version_unknown", f"broker {shown_ids(unknown)}",
                            "the Kafka release is unknown (the broker did not answer ApiVersions)"))
     protocols = _by_value((b.id, b.protocol_version) for b in live if b.protocol_version)
-    hidden = sorted(b for release, ids in releases.items() for b in ids
-                    if (release_tuple(release) or (0, 0)) < (2, 8))
+    hidden = sorted(b for release, ids in releases.items() for b in ids if hides_broker_rates(release))
     if hidden:
         out.append(Finding("warning", "kafka.hidden_broker_rates", f"broker {shown_ids(hidden)}",
                            "these brokers do not list their leader/follower.replication.throttled.rate in "
-                           "DescribeConfigs (seen on Kafka 2.4; 2.8 lists them): kmigrate cannot see a rate set "
-                           "by someone else there, and removes it with its own; note such rates "
-                           "(kafka-configs --entity-type brokers --describe) and set them again after the move"))
+                           "DescribeConfigs (seen on Kafka 2.4; 2.8 lists them): kmigrate partitions reads them "
+                           "from ZooKeeper (/config/brokers/<id>; --zookeeper or the playbook's) and restores a "
+                           "rate someone else set; without ZooKeeper it refuses to start (or, with "
+                           "--ignore-hidden-broker-rates, removes such a rate with its own)"))
     if len(releases) > 1:
         out.append(Finding("warning", "kafka.mixed_versions", "brokers",
                            f"brokers run several Kafka releases: {_listed(releases)}: a rolling upgrade is not "

@@ -71,6 +71,18 @@ class ZooKeeperSettings:
     def chroot(self) -> str:
         return parse_connect(self.connect)[1]
 
+    @property
+    def reading_connect(self) -> str:
+        """``connect`` with the joining servers added: some of them answer before, during and after
+        the ZooKeeper swap (for reads only; chroot kept)."""
+        hosts, chroot = self.connect.strip(), ""
+        if "/" in hosts:
+            hosts, chroot = hosts.split("/", 1)
+            chroot = "/" + chroot
+        named = hosts.split(",")
+        named += [a for a in (s.client_address for s in self.add) if a and a not in named]
+        return ",".join(named) + chroot
+
 
 @dataclass(frozen=True)
 class NewBroker:

@@ -14,6 +14,7 @@ lists (``leader/follower.replication.throttled.replicas``, ``partition:broker`` 
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable, Mapping, Sequence
 
 from migrate.core.moves import PartitionMove
@@ -202,3 +203,17 @@ def needed_by(flights: Mapping[tuple[str, int], Any]) -> tuple[frozenset[str], f
         topics.add(topic)
         brokers.update(getattr(f, "replicas", ()))
     return frozenset(topics), frozenset(brokers)
+
+
+def rates_in_znode(raw: bytes | None, names: tuple[str, ...] = BROKER_THROTTLE_CONFIGS) -> dict[str, str]:
+    """The named configs of a broker's dynamic config znode (``/config/brokers/<id>``, JSON
+    ``{"version": 1, "config": {...}}``); an absent node sets none.
+
+    >>> rates_in_znode(b'{"version":1,"config":{"leader.replication.throttled.rate":"7","log.cleaner.threads":"2"}}')
+    {'leader.replication.throttled.rate': '7'}
+    >>> rates_in_znode(None)
+    {}
+    """
+    config = (json.loads(raw) or {}).get("config") or {} if raw else {}
+    return {n: str(config[n]) for n in names if n in config}
+

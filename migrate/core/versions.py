@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from typing import Mapping
+
 from migrate.errors import BadInput
 
 KAFKA_RANGE = ((2, 4), (3, 9))
@@ -71,6 +73,45 @@ def release_tuple(release: str) -> tuple[int, int] | None:
     if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
         return None
     return int(parts[0]), int(parts[1])
+
+
+RATES_SHOWN_FROM = (2, 8)
+"""DescribeConfigs lists a broker's leader/follower.replication.throttled.rate from Kafka 2.8 on (2.4 does not)."""
+
+HIDDEN_RATES_OVERRIDE = "--ignore-hidden-broker-rates"
+
+
+def hides_broker_rates(release: str | None) -> bool:
+    """True when a broker of this release (``"2.4"``) leaves its throttle rates out of DescribeConfigs;
+    an unknown release is taken as showing them (the audit says it is unknown).
+
+    >>> hides_broker_rates("2.4"), hides_broker_rates("2.8"), hides_broker_rates("3.9"), hides_broker_rates(None)
+    (True, False, False, False)
+    """
+    minor = release_tuple(release) if release else None
+    return minor is not None and minor < RATES_SHOWN_FROM
+
+
+def rates_from_zookeeper(releases: Mapping[int, str | None], zookeeper_known: bool, override: bool) -> frozenset[int]:
+    """The brokers whose throttle rates kmigrate must read from ZooKeeper (``/config/brokers/<id>``)
+    because DescribeConfigs hides them. Without a ZooKeeper connect that is refused (BadInput, nothing
+    changed yet) unless the operator chose ``--ignore-hidden-broker-rates``: then none (a rate someone
+    else set there is removed with kmigrate's).
+
+    >>> sorted(rates_from_zookeeper({1: "2.4", 2: "2.8"}, True, False)), rates_from_zookeeper({1: "3.9"}, False, False)
+    ([1], frozenset())
+    >>> rates_from_zookeeper({1: "2.4"}, False, True)
+    frozenset()
+    """
+    hidden = frozenset(b for b, release in releases.items() if hides_broker_rates(release))
+    if not hidden or zookeeper_known:
+        return hidden
+    if override:
+        return frozenset()
+    ids = ", ".join(str(b) for b in sorted(hidden))
+    raise BadInput(f"broker(s) {ids} run Kafka before 2.8, which hides throttle rates from DescribeConfigs: "
+                   "give --zookeeper (or a playbook) so kmigrate reads and restores a rate someone else set, "
+                   f"or {HIDDEN_RATES_OVERRIDE} to remove such a rate with kmigrate's")
 
 
 def supports_max_timestamp(release: tuple[int, int] | None) -> bool:

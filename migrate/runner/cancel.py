@@ -30,7 +30,7 @@ from migrate.core.mapping import select_topics
 from migrate.core.moves import InFlight, errors_line
 from migrate.errors import StepFailed
 from migrate.runner.events import CancelDone, CancelDryRun, Cancelled, Emit, LeftAlone, WarningEvent
-from migrate.runner.throttles import now_s, release_throttles
+from migrate.runner.throttles import now_s, release_throttles, see_hidden_rates
 from migrate.runner.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll
 
 NOT_MOVING = "NoReassignmentInProgressError"
@@ -74,7 +74,8 @@ def _sort_flights(ledger: Ledger, flights: Mapping[Key, InFlight], include: re.P
 
 def cancel_partitions(client: ClientSettings, bookkeeping_topic: str, emit: Emit, plan_id: str = "cancel",
                       dry_run: bool = False, timeout_s: float = 300.0, include: re.Pattern[str] | None = None,
-                      exclude: re.Pattern[str] | None = None, clock: Clock | FakeClock = SYSTEM_CLOCK) -> dict[str, Any]:
+                      exclude: re.Pattern[str] | None = None, clock: Clock | FakeClock = SYSTEM_CLOCK,
+                      zookeeper: str | None = None, zk_auth: tuple = (), ignore_hidden_rates: bool = False) -> dict[str, Any]:
     """Cancel every in-flight reassignment kmigrate started (see the module docstring), make a
     running ``partitions`` run stop, wait until the moves are reverted and the run has ended, then
     remove kmigrate's throttles that no move in flight needs."""
@@ -96,6 +97,8 @@ def cancel_partitions(client: ClientSettings, bookkeeping_topic: str, emit: Emit
             done = CancelDone(cancelled=0, left_alone=len(why), throttle_problems=[])
             emit(done)
             return done.as_dict()
+        # before any change: brokers before 2.8 hide their rates (read from ZooKeeper, else refused)
+        see_hidden_rates(admin, admin.live_brokers(), zookeeper, list(zk_auth), ignore_hidden_rates)
         plans = list(ledger.plans())
         plan_id = plans[-1] if plans else plan_id
         book.append([make_record(plan_id, "cancel-requested", f"{socket.gethostname()}/{os.getpid()}", now_s(),

@@ -81,7 +81,9 @@ from migrate.runner.events import (
 )
 from migrate.core.permissions import bookkeeping_needs, partitions_needs
 from migrate.runner.permissions import require, require_after_create
-from migrate.runner.throttles import Released, Throttles, ThrottleTally, clear_recorded_throttles, now_s, release_throttles
+from migrate.runner.throttles import (
+    Released, Throttles, ThrottleTally, clear_recorded_throttles, now_s, release_throttles, see_hidden_rates,
+)
 from migrate.runner.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll
 
 Key = tuple[str, int]  # (topic, partition)
@@ -108,6 +110,9 @@ class PartitionsRequest:
     force: bool = False
     resume: bool = False
     command: str = "kmigrate partitions"  # the command line to give again with --resume / --cancel
+    zookeeper: str | None = None  # connect string (chroot included): broker rates Kafka before 2.8 hides
+    zk_auth: tuple = ()  # its login (parse_auth)
+    ignore_hidden_rates: bool = False  # go on without ZooKeeper on brokers before 2.8
 
 
 EXIT_STOPPED = 3
@@ -293,6 +298,8 @@ class PartitionMover:
         rq = self.rq
         self.view.brokers = self.admin.brokers()
         self.view.live = {b.id: f"{b.host}:{b.port}" for b in self.view.brokers}
+        if not rq.dry_run:  # before any change: refused without ZooKeeper on brokers before 2.8
+            see_hidden_rates(self.admin, self.view.live, rq.zookeeper, list(rq.zk_auth), rq.ignore_hidden_rates)
         new = sorted(set(rq.mapping.values()))
         missing = [b for b in new if b not in self.view.live]
         if missing and not rq.force:

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.kafka import ReassignmentAdmin
+from migrate.adapters.zookeeper import broker_config_znodes
 from migrate.core.ledger import Ledger, Record, make_record
 from migrate.core.moves import InFlight, PartitionMove
 from migrate.runner.events import (
@@ -23,8 +24,10 @@ from migrate.runner.events import (
 from migrate.core.throttles import (
     BROKER_THROTTLE_CONFIGS, FOLLOWER_REPLICAS, LEADER_REPLICAS, MAX_THROTTLE_CONFIG_CHARS, TOPIC_THROTTLE_CONFIGS,
     broker_rate_removal, entries_to_append, list_change, list_operation, list_removal, needed_by, parse_entries,
-    throttle_entries,
+    rates_in_znode, throttle_entries,
 )
+from migrate.core.versions import rates_from_zookeeper
+from migrate.core.zookeeper import split_connect
 
 TopicOps = dict[str, list[tuple[str, str, str | None]]]
 
@@ -43,6 +46,28 @@ def together(*calls: Callable[[], Any] | None) -> list[Any]:
     with ThreadPoolExecutor(max_workers=len(present)) as pool:
         futures = [pool.submit(c) if c is not None else None for c in calls]
     return [f.result() if f is not None else None for f in futures]
+
+
+def see_hidden_rates(admin: ReassignmentAdmin, live: Mapping[int, str], zookeeper: str | None, auth: list,
+                     override: bool) -> frozenset[int]:
+    """Brokers before Kafka 2.8 leave their throttle rates out of DescribeConfigs: make ``admin`` read
+    those brokers' rates from ZooKeeper (``/config/brokers/<id>``), so a rate someone else set is
+    recorded and restored as on later releases. ``live``: broker id -> host:port. Without ZooKeeper
+    that is BadInput before anything changes, unless ``override``. Returns the brokers read there."""
+    releases = admin.broker_releases(live)
+    hidden = rates_from_zookeeper(releases, bool(zookeeper), override)
+    if not hidden:
+        if override:  # unread: a rate kmigrate recorded there is taken as still its own when it is removed
+            admin.hidden_rates = rates_from_zookeeper(releases, True, True)
+        return hidden
+    hosts, chroot = split_connect(zookeeper)
+
+    def read(brokers: list[int]) -> dict[int, dict[str, str]]:
+        return {b: rates_in_znode(raw) for b, raw in broker_config_znodes(hosts, chroot, auth, brokers).items()}
+
+    read(sorted(hidden))  # ZooKeeper answers (and takes the login) before anything changes
+    admin.hidden_rates, admin.read_hidden_rates = hidden, read
+    return hidden
 
 
 class Throttles:
@@ -189,6 +214,8 @@ def _clear_broker_rates(admin: ReassignmentAdmin, ledger: Ledger, plan_id: str, 
             problems.append(f"broker {b} did not answer: its {cfg} stays until a later run removes it")
             continue
         now = current[b].get(cfg)
+        if now is None and b in admin.hidden_rates and admin.read_hidden_rates is None:
+            now = rec["value"]  # hidden and not read (--ignore-hidden-broker-rates): taken as kmigrate's still
         if adopt is not None and now == rec["value"] == adopt.rate:
             if all(current[b].get(c) == adopt.rate and (b, c) in brokers for c in BROKER_THROTTLE_CONFIGS):
                 adopt.brokers.add(b)

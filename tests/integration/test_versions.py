@@ -221,13 +221,11 @@ def test_throttles_are_set_then_exactly_kmigrates_removed(migrated):
         pair, got["throttles_after"])
 
 
-def test_a_broker_rate_someone_else_set_is_restored(migrated, request):
+def test_a_broker_rate_someone_else_set_is_restored(migrated):
+    # Kafka 2.4.1's DescribeConfigs does not list per-broker throttle rates (2.8.2 does): kmigrate reads
+    # those brokers' rates from ZooKeeper (/config/brokers/<id>, the playbook's connect), records the
+    # foreign one and restores it
     pair, _demo, got = migrated
-    if pair.startswith("2.4.1"):
-        # Kafka 2.4.1's DescribeConfigs does not list per-broker throttle rates: kmigrate reads no prior value,
-        # so it deletes the foreign rate with its own (2.8.2 lists them and it is restored). kmigrate plan
-        # warns of it (kafka.hidden_broker_rates); reading /config/brokers/<id> in ZooKeeper would fix it.
-        request.applymarker(pytest.mark.xfail(strict=True, reason="Kafka 2.4 hides broker rates from DescribeConfigs"))
     assert got["rates_after"] == [f"broker 2 {LEADER_RATE}={FOREIGN_RATE}"], (pair, got["rates_after"])
 
 
