@@ -251,3 +251,17 @@ def test_plan_names_each_brokers_release_and_a_half_done_upgrade(migrated):
     assert expected in text, (pair, text[:3000])
     assert ("kafka.mixed_versions" in text) == pair.endswith("upgrading"), (pair, text[:3000])
     assert "kafka.hidden_broker_rates" in text, (pair, text[:3000])  # broker 1 runs 2.4.1 in both
+
+
+def test_partitions_without_zookeeper_is_refused_before_any_change_where_brokers_hide_their_rates(migrated):
+    # kept last: a run that was not refused would change what the tests above judge
+    pair, demo, got = migrated
+    throttles, rates = throttles_left(demo.sandbox), _rates_in_zookeeper(demo)
+    run = kmigrate("partitions", "--bootstrap-server", demo.spec.bootstrap_servers(), "--mapping", "1:3,2:4",
+                   "--output", "json")
+    assert run.returncode == 2, (pair, run.returncode, run.stdout[-2000:], run.stderr[-2000:])
+    line = run.stderr.strip()
+    assert "\n" not in line and "run Kafka before 2.8" in line, (pair, line)
+    assert "--zookeeper" in line and "--ignore-hidden-broker-rates" in line, (pair, line)
+    assert "broker(s) 1" in line, (pair, line)  # broker 1 runs 2.4.1 in both
+    assert (throttles_left(demo.sandbox), _rates_in_zookeeper(demo)) == (throttles, rates), pair
