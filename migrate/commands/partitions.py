@@ -19,7 +19,7 @@ import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
-from migrate.commands.common import OUTPUT_OPTION, ZK_JAAS_FILE_OPTION, OutputFormat, console, emit_json
+from migrate.commands.common import OUTPUT_OPTION, ZK_CLIENT_CONFIG_OPTION, ZK_JAAS_FILE_OPTION, OutputFormat, console, emit_json
 from migrate.commands.plan import ZK_AUTH_FILE_OPTION, ZK_AUTH_OPTION
 from migrate.commands.settings import DEFAULT_THROTTLE, Inputs, resolve
 from migrate.core.ledger import DEFAULT_TOPIC
@@ -36,21 +36,23 @@ PLAN_OPTION = typer.Option(None, "--plan", help="Plan written by kmigrate plan: 
 BOOKKEEPING_OPTION = typer.Option(None, "--bookkeeping-topic", help=f"Topic recording the migration (default {DEFAULT_TOPIC}).")
 
 
-def zookeeper_of(inputs: Inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file) -> tuple[str | None, tuple]:
+def zookeeper_of(inputs: Inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file,
+                 zk_client_config_file=None) -> tuple[str | None, tuple]:
     """The ZooKeeper connect (``--zookeeper``, else the playbook's with its joiners) and login kmigrate
     reads broker rates with where Kafka before 2.8 hides them."""
     from migrate.core.zookeeper import parse_auth
-    from migrate.files import zk_auth as read_zk_auth, zk_jaas
+    from migrate.files import zk_auth as read_zk_auth, zk_client_config, zk_jaas
 
     pb = inputs.playbook
     connect = zookeeper or (pb.zookeeper.reading_connect if pb is not None else None)
-    return connect, tuple(parse_auth(read_zk_auth(zk_auth, zk_auth_file), zk_jaas(zk_jaas_file)))
+    return connect, tuple(parse_auth(read_zk_auth(zk_auth, zk_auth_file), zk_jaas(zk_jaas_file),
+                                     zk_client_config(zk_client_config_file)))
 
 
 def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, throttle, topics, exclude, resume,
                   on_stall, stall_timeout, poll_interval, max_moves_per_broker, max_moves_cluster, dry_run, force,
                   bookkeeping_topic, command="kmigrate partitions", zookeeper=None, zk_auth=None, zk_auth_file=None,
-                  zk_jaas_file=None, ignore_hidden_broker_rates=False):
+                  zk_jaas_file=None, zk_client_config_file=None, ignore_hidden_broker_rates=False):
     """Options (and playbook / plan) -> :class:`~migrate.runner.partitions.PartitionsRequest`. BadInput on any problem."""
     from migrate.runner.partitions import PartitionsRequest
 
@@ -59,7 +61,7 @@ def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, 
     include_re, exclude_re = compile_topic_filter(topics, exclude)
     inputs = Inputs.load(playbook, plan)
     client = inputs.client(bootstrap_server, command_config)
-    zk, auth = zookeeper_of(inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file)
+    zk, auth = zookeeper_of(inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file, zk_client_config_file)
     settings = resolve(inputs, mapping=mapping, throttle=throttle, bookkeeping_topic=bookkeeping_topic,
                        max_moves_per_broker=max_moves_per_broker, max_moves_cluster=max_moves_cluster,
                        run=True, force=force)
@@ -277,6 +279,7 @@ def partitions(
     zk_auth: Optional[str] = ZK_AUTH_OPTION,
     zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
     zk_jaas_file: Optional[Path] = ZK_JAAS_FILE_OPTION,
+    zk_client_config_file: Optional[Path] = ZK_CLIENT_CONFIG_OPTION,
     ignore_hidden_broker_rates: bool = typer.Option(False, "--ignore-hidden-broker-rates", help="Brokers before Kafka 2.8 and no ZooKeeper connect: go on anyway; a throttle rate someone else set there is then removed with kmigrate's."),
     output: OutputFormat = OUTPUT_OPTION,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Text output: one line per throttle config adopted or removed (--output json always has them)."),
@@ -293,7 +296,7 @@ def partitions(
         inputs = Inputs.load(playbook, plan)
         client = inputs.client(bootstrap_server, command_config)
         book = resolve(inputs, bookkeeping_topic=bookkeeping_topic).bookkeeping_topic
-        zk, auth = zookeeper_of(inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file)
+        zk, auth = zookeeper_of(inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file, zk_client_config_file)
         try:
             cancel_partitions(client, book, render, dry_run=dry_run, include=include_re, exclude=exclude_re,
                               zookeeper=zk, zk_auth=auth, ignore_hidden_rates=ignore_hidden_broker_rates)
@@ -309,7 +312,7 @@ def partitions(
         poll_interval=poll_interval, max_moves_per_broker=max_moves_per_broker, max_moves_cluster=max_moves_cluster,
         dry_run=dry_run, force=force, bookkeeping_topic=bookkeeping_topic, command=rerun_command(sys.argv[1:]),
         zookeeper=zookeeper, zk_auth=zk_auth, zk_auth_file=zk_auth_file, zk_jaas_file=zk_jaas_file,
-        ignore_hidden_broker_rates=ignore_hidden_broker_rates,
+        zk_client_config_file=zk_client_config_file, ignore_hidden_broker_rates=ignore_hidden_broker_rates,
     )
     try:
         run_partitions(request, render)
