@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -328,10 +329,20 @@ def test_mirrormaker_killed_mid_copy_resumes_without_duplicates(clusters, source
     pid = mm.pid()
     assert pid is not None
     before = target_end(tgt, ORDERS, 3)
-    produce(src, ORDERS, 3, 80_000, start=3000)
+    # a producer keeps writing through the kill, so MirrorMaker is killed while it copies (on an idle
+    # machine it copies a fixed batch within its one-second transactions, before any kill could land)
+    stop_writing = threading.Event()
+
+    def keep_writing() -> None:
+        start = 3000
+        while not stop_writing.is_set():
+            produce(src, ORDERS, 3, 5000, start=start)
+            start += 5000
+
+    writer = threading.Thread(target=keep_writing, daemon=True)
+    writer.start()
     deadline = time.monotonic() + 120
-    # kill once MirrorMaker has copied some of the new records, not all (the target's end offsets:
-    # a cheap look, so that the kill comes early even on a loaded machine)
+    # kill once MirrorMaker has copied some of the new records (the target's end offsets: a cheap look)
     while target_end(tgt, ORDERS, 3) < before + 500 and time.monotonic() < deadline:
         time.sleep(0.05)
     os.kill(pid, signal.SIGKILL)
@@ -339,6 +350,9 @@ def test_mirrormaker_killed_mid_copy_resumes_without_duplicates(clusters, source
     while mirror_processes(state_dir) and time.monotonic() < gone:
         time.sleep(0.2)
     assert mirror_processes(state_dir) == []
+    stop_writing.set()
+    writer.join(120)
+    assert not writer.is_alive()
     code, status, err = run_json(capsys, "mirror", "status", "--state-dir", str(state_dir))
     assert status["process"]["running"] is False
     assert status["total_lag"] > 0, "MirrorMaker had copied everything before it was killed: nothing shown"
