@@ -35,6 +35,9 @@ SANDBOX = dict(zookeeper_ids=(1,), broker_ids=(1, 2, 3), spare_broker_ids=(4, 5,
 MASTER = "local[2]"
 PARTITIONS, OLD_RECORDS, NEW_RECORDS = 3, 100, 60
 HOUR_MS = 3_600_000
+# what a request meets while the migration moves a partition's leader (not all are flagged retriable)
+LEADER_MOVING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH,
+                 KafkaError.LEADER_NOT_AVAILABLE)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +75,7 @@ def log_starts(cluster, topic: str) -> dict[int, int] | None:
     try:
         return {tp.partition: f.result(timeout=30).offset for tp, f in futures.items()}
     except KafkaException as e:
-        if e.args[0].retriable() or e.args[0].code() == KafkaError.NOT_LEADER_FOR_PARTITION:
+        if e.args[0].retriable() or e.args[0].code() in LEADER_MOVING:
             return None
         raise
 
@@ -94,8 +97,7 @@ def delete_records(cluster, tp: TopicPartition, timeout_s: float = 120) -> None:
                 f.result(timeout=90)
             return
         except KafkaException as e:
-            if time.monotonic() > deadline or not (
-                    e.args[0].retriable() or e.args[0].code() == KafkaError.NOT_LEADER_FOR_PARTITION):
+            if time.monotonic() > deadline or not (e.args[0].retriable() or e.args[0].code() in LEADER_MOVING):
                 raise
             time.sleep(1)
 
