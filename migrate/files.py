@@ -170,6 +170,18 @@ def write_whole(path: Path, text: str, what: str, option: str) -> None:
         raise BadInput(f"cannot write {what} to {path} ({exc}): choose a writable {option} path") from None
 
 
+def write_private(path: Path, data: str | bytes) -> None:
+    """Write ``path`` whole and readable by its owner only from its creation on (it may hold passwords or
+    keys): a temporary 0600 file, renamed over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+    tmp.replace(path)
+
+
 def write_snapshot(snapshot: Snapshot, path: Path) -> None:
     """Write the snapshot to ``path`` whole (a temporary file renamed over it)."""
     write_whole(path, snapshot.to_json(), "the snapshot", "--out")

@@ -19,6 +19,7 @@ from pathlib import Path
 from migrate.adapters.jars import MIRROR_MAKER_MAIN, ensure_distribution
 from migrate.core.mirror import TARGET_ALIAS
 from migrate.errors import BadInput
+from migrate.files import write_private
 
 PROPERTIES = "mm2.properties"
 PID_FILE = "mm2.pid"
@@ -147,13 +148,7 @@ class MirrorMakerProcess:
         tmp.replace(self.dir / self.pid_name)
 
     def write_properties(self, text: str) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.dir / (PROPERTIES + ".tmp")
-        tmp.unlink(missing_ok=True)
-        # readable by its owner only from the start: it may hold SASL passwords of --*-command-config
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as f:
-            f.write(text)
-        tmp.replace(self.properties_path)
+        write_private(self.properties_path, text)  # it may hold SASL passwords of --*-command-config
 
     def start(self, heap_mb: int) -> int:
         """Start MirrorMaker on the written ``mm2.properties``; return its pid."""

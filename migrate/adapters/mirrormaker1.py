@@ -12,7 +12,6 @@ again by the next start, and kmigrate records that in ``mirror.json`` (``unclean
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -80,16 +79,6 @@ class MirrorMaker1Process(MirrorMakerProcess):
         if result.how == "SIGTERM":
             self.running_marker.unlink(missing_ok=True)
         return result
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write a properties file readable by its owner only (it may hold SASL passwords)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as f:
-        f.write(text)
-    tmp.replace(path)
 
 
 def instance_indexes(state_dir: Path) -> list[int]:

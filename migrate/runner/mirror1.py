@@ -15,9 +15,9 @@ from pathlib import Path
 
 from migrate.adapters.mirror import MirrorCluster
 from migrate.adapters.mirrormaker import MirrorMakerProcess
-from migrate.adapters.mirrormaker1 import (PRODUCER_FILE, MirrorMaker1Process, instance_indexes, wait_alive,
-                                           write_private)
+from migrate.adapters.mirrormaker1 import PRODUCER_FILE, MirrorMaker1Process, instance_indexes, wait_alive
 from migrate.adapters import translation as reads
+from migrate.files import write_private
 from migrate.core.mirror import compile_filter, render_properties
 from migrate.core.mirrormaker1 import (DEFAULT_GROUP, ENGINE, Mirror1Status, arguments, check_instances,
                                       consumer_properties, duplicates_note, group_lags,

@@ -30,7 +30,8 @@ from migrate.errors import BadInput, StepFailed
 from migrate.runner.waiting import poll, wait_until
 from migrate.sandbox import security as sandbox_security
 from migrate.sandbox.layout import BrokerNode, SandboxSpec, ZkNode, log4j_properties, server_properties, zoo_cfg
-from migrate.sandbox.security import SandboxSecurity, write_private
+from migrate.files import write_private
+from migrate.sandbox.security import SandboxSecurity
 
 STATE_FILE = "state.json"
 TARGET_DIR = "target"  # the second, separate cluster of ``sandbox up --target-cluster``

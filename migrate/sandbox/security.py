@@ -42,6 +42,7 @@ from pathlib import Path
 import javaproperties
 
 from migrate.errors import BadInput
+from migrate.files import write_private
 
 SECURITY_CHOICES = ("plaintext", "sasl_plaintext", "sasl_ssl", "mtls")
 _PROTOCOL = {"plaintext": "PLAINTEXT", "sasl_plaintext": "SASL_PLAINTEXT", "sasl_ssl": "SASL_SSL", "mtls": "SSL"}
@@ -102,15 +103,6 @@ def zookeeper_digest(user: str, password: str) -> str:
 
 def jaas_line(user: str, password: str) -> str:
     return f'{SCRAM_MODULE} required username="{user}" password="{password}";'
-
-
-def write_private(path: Path, data: str | bytes) -> None:
-    """Write ``path`` with mode 0600 from its creation on (never readable by others, not even briefly)."""
-    raw = data.encode() if isinstance(data, str) else data
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(raw)
-    os.chmod(path, 0o600)
 
 
 def _properties_text(props: dict[str, str]) -> str:
