@@ -19,6 +19,7 @@ from pathlib import Path
 from migrate.adapters.jars import MIRROR_MAKER_MAIN, ensure_distribution
 from migrate.core.mirror import TARGET_ALIAS
 from migrate.errors import BadInput
+from migrate.adapters.processes import command_line, process_state
 from migrate.files import write_private
 
 PROPERTIES = "mm2.properties"
@@ -47,26 +48,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _state(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
-
-
-def _cmdline(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
-    except OSError:
-        return []
-
-
 def _alive(pid: int) -> bool:
     """True while ``pid`` runs (a zombie, once collected, is gone). Used once a pid is known to be
     the MirrorMaker: its command line can read empty for a moment (seen under load just after start)."""
-    state = _state(pid)
+    state = process_state(pid)
     if state == "Z":
         _reap(pid)
     return state not in (None, "Z", "X")
@@ -106,17 +91,17 @@ class MirrorMakerProcess:
 
     def _ours(self, pid: int, patient: bool = False) -> bool:
         """True when ``pid`` is alive (not a zombie) and is the MirrorMaker of this directory."""
-        state = _state(pid)
+        state = process_state(pid)
         if state is None or state in ("Z", "X"):
             if state == "Z":
                 _reap(pid)
             return False
-        args = _cmdline(pid)
+        args = command_line(pid)
         for _ in range(10 if patient else 0):  # the recorded pid's can read empty for a moment after start
             if args or not _alive(pid):
                 break
             time.sleep(0.05)
-            args = _cmdline(pid)
+            args = command_line(pid)
         return self.main_class in args and str(self.properties_path.resolve()) in args
 
     def pid(self) -> int | None:

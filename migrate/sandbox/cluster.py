@@ -23,6 +23,7 @@ from typing import Callable
 import javaproperties
 
 from migrate.adapters import fourletter
+from migrate.adapters.processes import command_line, process_state
 from migrate.adapters.jars import (
     KAFKA_MAIN, KAFKA_VERSION, ZOOKEEPER_MAIN, ZOOKEEPER_VERSION, Distribution, cache_dir, ensure_distribution,
 )
@@ -74,23 +75,6 @@ def fetch_jars(kafka_version: str = KAFKA_VERSION, zookeeper_version: str = ZOOK
 
     dist = ensure_distribution(check_kafka_version(kafka_version), check_zookeeper_version(zookeeper_version))
     return dist, kafka_source_jars()
-
-
-def _process_state(pid: int) -> str | None:
-    """The one-letter state of ``pid`` from /proc, or None when there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 @dataclass
@@ -228,10 +212,10 @@ class Sandbox:
         if child is not None:
             # Our own child: trust poll(). (Between fork and exec its cmdline is still ours, not the JVM's.)
             return child.poll() is None
-        state = _process_state(node.pid)
+        state = process_state(node.pid)
         if state is None or state in ("Z", "X"):
             return False
-        return node.dir in _cmdline(node.pid)
+        return node.dir in " ".join(command_line(node.pid))
 
     def running(self) -> list[str]:
         return [name for name in self.nodes if self.is_alive(name)]
