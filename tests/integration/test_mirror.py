@@ -9,7 +9,6 @@ MirrorMaker whatever happens.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -23,8 +22,9 @@ from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, 
 
 from migrate.adapters.kafka import TRUSTED_PRODUCER
 from migrate.adapters.mirrormaker import MirrorMakerProcess
+from migrate.adapters.processes import live_pids
 from migrate.sandbox.testing import running_sandbox
-from cli_support import run
+from cli_support import run, run_json, sides
 
 pytestmark = pytest.mark.integration
 
@@ -50,15 +50,6 @@ def state_dir(tmp_path_factory, clusters):
     finally:
         MirrorMakerProcess(directory).stop(timeout_s=20)
         assert MirrorMakerProcess(directory).pid() is None
-
-
-def run_json(capsys, *args: str) -> tuple[int, dict, str]:
-    code, out, err = run(capsys, *args, "--output", "json")
-    return code, (json.loads(out) if out.strip().startswith("{") else {}), err
-
-
-def sides(clusters) -> tuple[str, ...]:
-    return "--source-bootstrap", clusters[0], "--target-bootstrap", clusters[1]
 
 
 def create(bs: str, name: str, partitions: int, config: dict | None = None) -> None:
@@ -138,19 +129,8 @@ def topic_configs(bs: str, topic: str) -> dict[str, str]:
 
 
 def mirror_processes(state_dir: Path) -> list[int]:
-    """Pids of every live process whose command line names this state directory."""
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{d}/cmdline").read_bytes().decode(errors="replace")
-            state = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if str(state_dir) in cmd and "MirrorMaker" in cmd and state != "Z":
-            found.append(int(d))
-    return found
+    """Pids of every live MirrorMaker whose command line names this state directory."""
+    return live_pids(str(state_dir), "MirrorMaker")
 
 
 def wait_caught_up(capsys, state_dir: Path) -> dict:

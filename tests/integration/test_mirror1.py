@@ -11,7 +11,6 @@ had not read, and the re-reads reported are the ones they see), SIGKILL mid-copy
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -24,8 +23,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from migrate.adapters.mirrormaker1 import MirrorMaker1Process, instance_indexes
+from migrate.adapters.processes import live_pids
 from migrate.sandbox.testing import running_sandbox
-from cli_support import run
+from cli_support import run, run_json, sides
 
 pytestmark = pytest.mark.integration
 
@@ -55,15 +55,6 @@ def state_dir(tmp_path_factory, clusters):
         for i in instance_indexes(directory):
             MirrorMaker1Process(directory, i).stop(timeout_s=20)
         assert all(MirrorMaker1Process(directory, i).pid() is None for i in instance_indexes(directory))
-
-
-def run_json(capsys, *args: str) -> tuple[int, dict, str]:
-    code, out, err = run(capsys, *args, "--output", "json")
-    return code, (json.loads(out) if out.strip().startswith("{") else {}), err
-
-
-def sides(clusters) -> tuple[str, ...]:
-    return "--source-bootstrap", clusters[0], "--target-bootstrap", clusters[1]
 
 
 def producer(bs: str) -> Producer:
@@ -168,18 +159,7 @@ def source_data(clusters):
 
 
 def mirror_pids(state_dir: Path) -> list[int]:
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{d}/cmdline").read_bytes().decode(errors="replace")
-            state = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if str(state_dir) in cmd and "kafka.tools.MirrorMaker" in cmd and state != "Z":
-            found.append(int(d))
-    return sorted(found)
+    return live_pids(str(state_dir), "kafka.tools.MirrorMaker")
 
 
 def test_plan_says_mirrormaker1_is_deprecated_and_a_topic_filter_matching_nothing_starts_nothing(

@@ -13,7 +13,6 @@ translated offsets read every record they had not read, and exactly the duplicat
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from migrate.core.clientconfig import ClientSettings
 from migrate.core.ledger import MIRROR_TOPIC
 from migrate.runner.mirror import Request, Side, start
 from migrate.sandbox.testing import running_sandbox
-from cli_support import run
+from cli_support import run, run_json
 from test_mirror import create, produce, produce_transactions, state_dir  # noqa: F401 (state_dir: a fixture)
 
 pytestmark = pytest.mark.integration
@@ -153,11 +152,6 @@ def mirror(clusters, source, state_dir):
 def cutover_args(clusters, state_dir, *extra: str) -> list[str]:
     return ["mirror", "cutover", "--state-dir", str(state_dir), "--group", "near", "--group", "far",
             *QUIET, "--timeout", "90s", "--master", MASTER, *extra]
-
-
-def run_json(capsys, *args: str) -> tuple[int, dict, str]:
-    code, out, err = run(capsys, *args, "--output", "json")
-    return code, (json.loads(out) if out.strip().startswith("{") else {}), err
 
 
 def subprocess_cutover(clusters, state_dir, crash_at: str) -> int:
