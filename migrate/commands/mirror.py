@@ -37,6 +37,9 @@ TOPICS = typer.Option(None, "--topics", help="Regular expression of the topics t
 GROUPS = typer.Option(None, "--groups", help="Regular expression of the consumer groups whose offsets are translated. Default: all.")
 ENGINE = typer.Option("mirrormaker2", "--engine", help="mirrormaker2 (default) or mirrormaker1 (Kafka's legacy "
                      "kafka.tools.MirrorMaker, deprecated; kmigrate translates the consumer offsets).")
+# the commands that follow a started mirror: its clusters unless given
+SOURCE_AS_STARTED = typer.Option(None, "--source-bootstrap", help="Default: as given to mirror start.")
+TARGET_AS_STARTED = typer.Option(None, "--target-bootstrap", help="Default: as given to mirror start.")
 STATE_DIR = typer.Option(None, "--state-dir", help="Where MirrorMaker's mm2.properties, pid and log live "
                          "(default: $XDG_STATE_HOME/kmigrate/mirror or ~/.local/state/kmigrate/mirror).")
 
@@ -215,8 +218,8 @@ def stop(state_dir: Optional[Path] = STATE_DIR,
 
 @app.command("status")
 def status(state_dir: Optional[Path] = STATE_DIR,
-           source_bootstrap: Optional[str] = typer.Option(None, "--source-bootstrap", help="Default: as given to mirror start."),
-           target_bootstrap: Optional[str] = typer.Option(None, "--target-bootstrap", help="Default: as given to mirror start."),
+           source_bootstrap: Optional[str] = SOURCE_AS_STARTED,
+           target_bootstrap: Optional[str] = TARGET_AS_STARTED,
            source_command_config: Optional[Path] = SOURCE_CC, target_command_config: Optional[Path] = TARGET_CC,
            topics: Optional[str] = typer.Option(None, "--topics", help="Only these topics (regular expression)."),
            wait: bool = typer.Option(False, "--wait", help="Wait until every partition's lag is 0 (or --timeout)."),
@@ -326,8 +329,8 @@ _register_engines()
 @app.command("cutover")
 def cutover(group: list[str] = typer.Option(..., "--group", help="Consumer group to switch to the target (repeat)."),
             state_dir: Optional[Path] = STATE_DIR,
-            source_bootstrap: Optional[str] = typer.Option(None, "--source-bootstrap", help="Default: as given to mirror start."),
-            target_bootstrap: Optional[str] = typer.Option(None, "--target-bootstrap", help="Default: as given to mirror start."),
+            source_bootstrap: Optional[str] = SOURCE_AS_STARTED,
+            target_bootstrap: Optional[str] = TARGET_AS_STARTED,
             source_command_config: Optional[Path] = SOURCE_CC, target_command_config: Optional[Path] = TARGET_CC,
             topics: Optional[str] = typer.Option(None, "--topics", help="Only these mirrored topics (regular expression)."),
             quiet_period: str = typer.Option("10s", "--quiet-period", help="How long the source's ends must stay unchanged to call the producers stopped."),

@@ -139,13 +139,13 @@ def translate_command(state_dir: Optional[Path], groups: List[str], source_boots
 def register(app: typer.Typer) -> None:
     """Add ``mirror translate`` to the ``mirror`` app."""
     from migrate.commands.common import OUTPUT_OPTION
-    from migrate.commands.mirror import SOURCE_CC, STATE_DIR, TARGET_CC
+    from migrate.commands.mirror import SOURCE_AS_STARTED, SOURCE_CC, STATE_DIR, TARGET_AS_STARTED, TARGET_CC
 
     @app.command("translate")
     def translate_cmd(group: List[str] = typer.Option(..., "--group", help="A consumer group to move (repeat for several)."),
                       state_dir: Optional[Path] = STATE_DIR,
-                      source_bootstrap: Optional[str] = typer.Option(None, "--source-bootstrap", help="Default: as given to mirror start."),
-                      target_bootstrap: Optional[str] = typer.Option(None, "--target-bootstrap", help="Default: as given to mirror start."),
+                      source_bootstrap: Optional[str] = SOURCE_AS_STARTED,
+                      target_bootstrap: Optional[str] = TARGET_AS_STARTED,
                       source_command_config: Optional[Path] = SOURCE_CC, target_command_config: Optional[Path] = TARGET_CC,
                       window: int = typer.Option(10000, "--window", help="Target records read to confirm a position by content."),
                       dry_run: bool = typer.Option(False, "--dry-run", help="Compute and show; set nothing."),
