@@ -1,4 +1,5 @@
-"""ZooKeeper four-letter words (``srvr``, ``mntr``, ``conf``) over a plain socket.
+"""ZooKeeper four-letter words (``srvr``, ``mntr``, ``conf``) over a plain socket, or over TLS to a
+secureClientPort (ZooKeeper's Netty server answers them there too).
 
 The server must whitelist them (``4lw.commands.whitelist=srvr,mntr,conf,...``).
 """
@@ -6,12 +7,15 @@ The server must whitelist them (``4lw.commands.whitelist=srvr,mntr,conf,...``).
 from __future__ import annotations
 
 import socket
+import ssl
 from dataclasses import dataclass
 
 
-def send_word(host: str, port: int, word: str, timeout_s: float = 2.0) -> str:
-    """Send one four-letter word and return the whole answer; raises OSError when unreachable."""
-    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+def send_word(host: str, port: int, word: str, timeout_s: float = 2.0, tls: ssl.SSLContext | None = None) -> str:
+    """Send one four-letter word and return the whole answer; raises OSError when unreachable (a refused
+    TLS handshake is an ``ssl.SSLError``, an OSError too)."""
+    with socket.create_connection((host, port), timeout=timeout_s) as raw:
+        sock = tls.wrap_socket(raw, server_hostname=host) if tls is not None else raw
         sock.sendall(word.encode("ascii"))
         chunks = []
         while True:
@@ -51,26 +55,26 @@ def parse_srvr(text: str) -> ServerStat:
     return ServerStat(version=version, mode=fields["mode"], zxid=zxid, node_count=node_count)
 
 
-def srvr(host: str, port: int, timeout_s: float = 2.0) -> ServerStat:
+def srvr(host: str, port: int, timeout_s: float = 2.0, tls: ssl.SSLContext | None = None) -> ServerStat:
     """``srvr`` of one server; raises OSError when unreachable, ValueError when not serving."""
-    return parse_srvr(send_word(host, port, "srvr", timeout_s))
+    return parse_srvr(send_word(host, port, "srvr", timeout_s, tls))
 
 
-def mntr(host: str, port: int, timeout_s: float = 2.0) -> dict[str, str]:
+def mntr(host: str, port: int, timeout_s: float = 2.0, tls: ssl.SSLContext | None = None) -> dict[str, str]:
     """``mntr`` of one server as a dict (``zk_server_state``, ``zk_zxid``... ``zk_synced_followers`` on a leader)."""
     out = {}
-    for line in send_word(host, port, "mntr", timeout_s).splitlines():
+    for line in send_word(host, port, "mntr", timeout_s, tls).splitlines():
         key, sep, value = line.partition("\t")
         if sep:
             out[key.strip()] = value.strip()
     return out
 
 
-def conf_membership(host: str, port: int, timeout_s: float = 2.0) -> str:
+def conf_membership(host: str, port: int, timeout_s: float = 2.0, tls: ssl.SSLContext | None = None) -> str:
     """The ``membership:`` part of ``conf``: the dynamic config (server lines, ``version=``) as this server runs it.
 
     Empty when the server reports none (standalone, or a version without dynamic reconfiguration).
     """
-    text = send_word(host, port, "conf", timeout_s)
+    text = send_word(host, port, "conf", timeout_s, tls)
     _, sep, rest = text.partition("membership:")
     return rest.strip() + "\n" if sep else ""

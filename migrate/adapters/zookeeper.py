@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import threading
 import time
 import uuid
 from contextlib import ExitStack
+from functools import lru_cache
 from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
@@ -105,11 +107,33 @@ class ServerState:
         return self.mode is not None
 
 
-def server_state(address: str, with_membership: bool = False, timeout_s: float = 2.0) -> ServerState:
-    """``srvr`` (and optionally ``conf``) of one server; an unreachable one is reported, not raised."""
+@lru_cache(maxsize=4)
+def tls_context(tls: ZkTls) -> ssl.SSLContext:
+    """The TLS of ``--zk-client-config`` for four-letter words: its CAs (else the system's), its client
+    certificate and key when it has them, the host name checked unless the file turned it off."""
+    ctx = ssl.create_default_context(cadata=tls.ca_pem) if tls.ca_pem else ssl.create_default_context()
+    ctx.check_hostname = tls.check_hostname
+    if tls.certificate_pem and tls.key_pem:
+        with _private_file(tls.certificate_pem) as cert, _private_file(tls.key_pem) as key:
+            ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def _context(tls: ZkTls | None) -> ssl.SSLContext | None:
+    return tls_context(tls) if tls is not None else None
+
+
+def server_state(address: str, with_membership: bool = False, timeout_s: float = 2.0,
+                 tls: ZkTls | None = None) -> ServerState:
+    """``srvr`` (and optionally ``conf``) of one server, over TLS when ``tls`` is given (its
+    secureClientPort); an unreachable one is reported, not raised."""
     host, port = _address(address)
+    context = _context(tls)
     try:
-        stat = fourletter.srvr(host, port, timeout_s)
+        stat = fourletter.srvr(host, port, timeout_s, context)
+    except ssl.SSLError as exc:
+        return ServerState(address, error=f"unreachable over TLS ({exc.reason or exc}): check --zk-client-config's "
+                                          "truststore and that this is the server's secureClientPort")
     except OSError as exc:
         return ServerState(address, error=f"unreachable ({exc.strerror or exc})")
     except ValueError:
@@ -118,16 +142,16 @@ def server_state(address: str, with_membership: bool = False, timeout_s: float =
     membership = None
     if with_membership:
         try:
-            membership = fourletter.conf_membership(host, port, timeout_s)
+            membership = fourletter.conf_membership(host, port, timeout_s, context)
         except OSError:
             membership = None
     return ServerState(address, stat.mode, stat.zxid, stat.version, membership)
 
 
-def leader_mntr(address: str, timeout_s: float = 2.0) -> dict[str, str]:
+def leader_mntr(address: str, timeout_s: float = 2.0, tls: ZkTls | None = None) -> dict[str, str]:
     host, port = _address(address)
     try:
-        return fourletter.mntr(host, port, timeout_s)
+        return fourletter.mntr(host, port, timeout_s, _context(tls))
     except OSError:
         return {}
 

@@ -149,6 +149,7 @@ def zookeeper(
     zk_auth: Optional[str] = ZK_AUTH_OPTION,
     zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
     zk_jaas_file: Optional[Path] = ZK_JAAS_FILE_OPTION,
+    zk_client_config_file: Optional[Path] = ZK_CLIENT_CONFIG_OPTION,
     joiner_timeout: float = typer.Option(120.0, "--joiner-timeout", help="Seconds to wait for every joiner to follow the leader and catch up."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -191,6 +192,7 @@ def zookeeper(
         kafka_client={k: str(v) for k, v in (book.kafka.client.items() if book else [])},
         zk_auth=read_zk_auth(zk_auth, zk_auth_file),
         zk_sasl=zk_jaas(zk_jaas_file),
+        zk_tls=zk_client_config(zk_client_config_file),
         joiner_timeout_s=joiner_timeout,
     )
     status_console = console if output == OutputFormat.text else err_console

@@ -377,6 +377,51 @@ class DynamicConfig:
         return ",".join(s.client_address for s in servers if s.client_address) + chroot
 
 
+@dataclass(frozen=True)
+class Dialing:
+    """Where kmigrate reaches each server: its client port, or, with TLS (``--zk-client-config``), its
+    secureClientPort. ZooKeeper's dynamic config records only the plaintext client port, so over TLS every
+    server is dialled on its own host at the one port of the connect string's servers (``--zookeeper``).
+
+    >>> d = Dialing.of("zk1:2281,zk2:2281", tls=True)
+    >>> d.address(parse_server_line("server.4=zk4:2888:3888:observer;0.0.0.0:2181"))
+    'zk4:2281'
+    >>> Dialing.of("zk1:2181", tls=False).address(parse_server_line("server.4=zk4:2888:3888;2181"))
+    'zk4:2181'
+    """
+
+    secure_port: int | None = None
+
+    @classmethod
+    def of(cls, hosts: str, tls: bool) -> "Dialing":
+        if not tls:
+            return cls()
+        ports = sorted({split_host_port(h, 2181, "--zookeeper")[1] for h in hosts.split(",") if h.strip()})
+        if len(ports) != 1:
+            raise BadInput(f"--zookeeper {hosts}: with --zk-client-config (TLS) kmigrate reaches every server at the "
+                           f"connect string's one secureClientPort, and these servers give {len(ports)} ports "
+                           f"({', '.join(map(str, ports))}): give the servers' common secureClientPort")
+        return cls(ports[0])
+
+    @property
+    def secure(self) -> bool:
+        return self.secure_port is not None
+
+    def address(self, server: Server) -> str | None:
+        """``host:port`` kmigrate dials for ``server`` (sessions and four-letter words); None when it has none."""
+        if self.secure_port is None:
+            return server.client_address
+        host = server.client_host if server.client_host and server.client_host not in WILDCARD_HOSTS else server.host
+        return f"{bracket(host)}:{self.secure_port}"
+
+    def addresses(self, servers) -> list[str]:
+        return list(dict.fromkeys(a for s in servers if (a := self.address(s))))
+
+    def connect_string(self, config: DynamicConfig, voters_only: bool = True, chroot: str = "") -> str:
+        """The voters' (or all servers') connect string in the form kmigrate dials, plus a chroot."""
+        return ",".join(self.addresses(config.voters if voters_only else config.servers)) + chroot
+
+
 def parse_config(text: str) -> DynamicConfig:
     """Parse the content of ``/zookeeper/config`` (or a dynamic config file).
 
@@ -742,6 +787,7 @@ class BrokerVerdict:
     kept: tuple[int, ...]  # server ids in the target config the broker points at
     removed: tuple[int, ...]  # server ids being removed that the broker points at
     unknown: tuple[str, ...]  # addresses that match no server of either config
+    secure_port: bool = False  # some address names a server at the secureClientPort kmigrate dials over TLS
 
     @property
     def only_removed(self) -> bool:
@@ -758,10 +804,13 @@ def judge_brokers(
     committed: DynamicConfig,
     target: DynamicConfig,
     aliases: dict[str, frozenset[str]] | None = None,
+    dialing: Dialing | None = None,
 ) -> list[BrokerVerdict]:
     """Which servers of the target each broker's ``zookeeper.connect`` reaches.
 
     ``aliases`` maps a ``host:port`` to other spellings of it (resolved IPs), supplied by the adapter.
+    Over TLS (``dialing.secure``) a server is also named by its secureClientPort address, as brokers with
+    ``zookeeper.ssl.client.enable=true`` name it.
     """
     aliases = aliases or {}
 
@@ -773,20 +822,26 @@ def judge_brokers(
         return {a} | {address_key(x) for x in aliases.get(a, frozenset())}
 
     servers: dict[int, set[str]] = {}
+    secure: set[str] = set()
     for s in committed.servers + target.servers:
         if s.client_address:
             servers.setdefault(s.id, set()).update(spellings(s.client_address))
+        if dialing is not None and dialing.secure and (address := dialing.address(s)):
+            secure |= spellings(address)
+            servers.setdefault(s.id, set()).update(spellings(address))
     out = []
     for b in brokers:
-        kept, removed, unknown = set(), set(), []
+        kept, removed, unknown, by_secure = set(), set(), [], False
         for h in b.hosts:
             names = spellings(h)
             matched = [i for i, addrs in servers.items() if addrs & names]
+            by_secure = by_secure or bool(matched and names & secure)
             if not matched:
                 unknown.append(h)
             for i in matched:
                 (kept if target.get(i) is not None else removed).add(i)
-        out.append(BrokerVerdict(b.broker_id, b.connect, tuple(sorted(kept)), tuple(sorted(removed)), tuple(unknown)))
+        out.append(BrokerVerdict(b.broker_id, b.connect, tuple(sorted(kept)), tuple(sorted(removed)), tuple(unknown),
+                                 by_secure))
     return out
 
 

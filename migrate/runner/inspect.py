@@ -16,7 +16,7 @@ from migrate.adapters.kafka import ReassignmentAdmin, broker_static_configs
 from migrate.adapters.zookeeper import ZooKeeper, server_state
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble
-from migrate.core.zookeeper import parse_config, split_connect
+from migrate.core.zookeeper import Dialing, ZkTls, parse_config, split_connect
 
 log = logging.getLogger("kmigrate.inspect")
 
@@ -35,11 +35,14 @@ def inspect_zookeeper(connect: str, auth: list[tuple[str, str]] | None = None, t
     servers, version = config.servers, config.version
     versions: dict[int, str] = {}
     modes: dict[int, str] = {}
+    tls = next((a for a in auth or [] if isinstance(a, ZkTls)), None)
+    dial = Dialing.of(hosts, tls is not None)  # over TLS, each server at the secureClientPort
     for server in servers:
-        if server.client_address is None:  # no client port in the config: nothing to ask
+        address = dial.address(server)
+        if address is None:  # no client port in the config: nothing to ask
             modes[server.id] = "unreachable"
             continue
-        state = server_state(server.client_address, timeout_s=min(timeout_s, 3.0))
+        state = server_state(address, timeout_s=min(timeout_s, 3.0), tls=tls)
         modes[server.id] = state.mode or "unreachable"
         if state.version:
             versions[server.id] = state.version

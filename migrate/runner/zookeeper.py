@@ -41,6 +41,7 @@ from migrate.core.zookeeper import (
     BrokerConnect,
     Change,
     ConfigError,
+    Dialing,
     DynamicConfig,
     Outcome,
     Reconfig,
@@ -86,6 +87,7 @@ class ZooKeeperRequest:
     kafka_client: dict[str, str] = field(default_factory=dict)
     zk_auth: str | None = None
     zk_sasl: Any = None  # core.zookeeper.ZkSasl of --zk-jaas-file
+    zk_tls: Any = None  # core.zookeeper.ZkTls of --zk-client-config: every server dialled at its secureClientPort
     joiner_timeout_s: float = 120.0
     confirm_timeout_s: float = 60.0
     post_timeout_s: float = 90.0
@@ -149,10 +151,6 @@ def _resolve_adds(items: Iterable[Server | int], known: tuple[Server, ...], comm
     return tuple(out)
 
 
-def _addresses(servers: Iterable[Server]) -> list[str]:
-    return list(dict.fromkeys(s.client_address for s in servers if s.client_address))
-
-
 def _one_line(problems: list[str]) -> str:
     return problems[0] + (f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else "")
 
@@ -160,10 +158,6 @@ def _one_line(problems: list[str]) -> str:
 def _leader(states: dict[int, zka.ServerState]) -> int | None:
     leaders = [i for i, st in states.items() if st.mode == "leader"]
     return leaders[0] if len(leaders) == 1 else None
-
-
-def _states(servers: Iterable[Server], membership: bool = False) -> dict[int, zka.ServerState]:
-    return {s.id: zka.server_state(s.client_address, membership) for s in servers if s.client_address}
 
 
 def prepare(connect: str, zk_auth: str | None, zk_sasl: Any = None) -> tuple[str, str, list]:
@@ -207,6 +201,33 @@ class ZooKeeperChange:
         self.progress = progress or (lambda msg: None)
         self.clock = clock
         self.hosts, self.chroot, self.auth = prepare(request.connect, request.zk_auth, request.zk_sasl)
+        self.tls = request.zk_tls
+        self.auth += [self.tls] if self.tls is not None else []
+        self.dial = Dialing.of(self.hosts, self.tls is not None)
+        self.brokers_secure = False  # the brokers name the servers at their secureClientPort (judged from them)
+
+    # ............................................................ dialling
+    def _address(self, server: Server) -> str:
+        return self.dial.address(server) or f"server {server.id} (no client port)"
+
+    def _addresses(self, servers: Iterable[Server]) -> list[str]:
+        return self.dial.addresses(servers)
+
+    def _state(self, server: Server, membership: bool = False) -> zka.ServerState:
+        address = self.dial.address(server)
+        if address is None:
+            return zka.ServerState(f"server {server.id}", error="has no client port in the config")
+        return zka.server_state(address, membership, tls=self.tls)
+
+    def _states(self, servers: Iterable[Server], membership: bool = False) -> dict[int, zka.ServerState]:
+        return {s.id: self._state(s, membership) for s in servers if self.dial.address(s)}
+
+    def _broker_addresses(self, servers: Iterable[Server]) -> list[str]:
+        """The servers' addresses in the form the brokers use (the secureClientPort when they do)."""
+        return (self.dial if self.brokers_secure else Dialing()).addresses(servers)
+
+    def _broker_connect(self, config: DynamicConfig, chroot: str) -> str:
+        return ",".join(self._broker_addresses(config.voters)) + chroot
 
     # .................................................................. run
     def run(self) -> ZooKeeperResult:
@@ -232,14 +253,14 @@ class ZooKeeperChange:
             status="", committed_before=committed.render(), committed_after=None,
             version_before=committed.version_hex, version_after=None,
             voters_before=list(committed.voter_ids), voters_after=list(target.voter_ids), removed=removed,
-            connect_string=target.connect_string(), broker_zookeeper_connect=None,
+            connect_string=self.dial.connect_string(target), broker_zookeeper_connect=None,
         )
         result.warnings.extend(warnings_for(target))
 
         self.progress("asking every server for its version and role")
-        states = _states(committed.servers)
+        states = self._states(committed.servers)
         problems = [p for s in committed.servers if (st := states.get(s.id)) and st.version
-                    and (p := version_problem(f"server {s.id} ({s.client_address})", st.version))]
+                    and (p := version_problem(f"server {s.id} ({self._address(s)})", st.version))]
         if problems:
             raise BadInput(_one_line(problems))
         leader = _leader(states)
@@ -287,7 +308,7 @@ class ZooKeeperChange:
             raise BadInput(problem)
 
         broker_chroot = self._check_brokers(zk, committed, target, result)
-        result.broker_zookeeper_connect = target.connect_string(chroot=broker_chroot)
+        result.broker_zookeeper_connect = self._broker_connect(target, broker_chroot)
         self._check_joiner_configs(committed, joiners_of(committed, change), joiners_ids=change.add_ids)
         return broker_chroot
 
@@ -297,7 +318,7 @@ class ZooKeeperChange:
         sentinel_path = zka.new_marker("sentinel")
         sentinel = uuid.uuid4().hex.encode()
         zk.write(sentinel_path, sentinel)
-        probe = zka.WriteProbe(_addresses(committed.servers + target.servers), self.auth, zka.new_marker("write-probe"))
+        probe = zka.WriteProbe(self._addresses(committed.servers + target.servers), self.auth, zka.new_marker("write-probe"))
         probe.start()
         self._wait_writes(probe, 10, timeout_s=10)  # a baseline of committed writes before the change
         try:
@@ -316,7 +337,7 @@ class ZooKeeperChange:
         except BadInput:
             # ZooKeeper refused the change (nothing applied): leave no marker behind
             probe.stop()
-            self._remove_marker(_addresses(committed.servers), sentinel_path)
+            self._remove_marker(self._addresses(committed.servers), sentinel_path)
             raise
         finally:
             stall = probe.stop()
@@ -342,12 +363,12 @@ class ZooKeeperChange:
         self.progress("checking the new ensemble")
         outcome = self._wait_outcome(target, removed, require_sync=True)
         problems = outcome_problems(outcome, target, tuple(removed))
-        with zka.ZooKeeper.connect(",".join(_addresses(target.voters)), self.auth) as fresh:
+        with zka.ZooKeeper.connect(",".join(self._addresses(target.voters)), self.auth) as fresh:
             read_back = fresh.read(sentinel_path)
             if read_back != sentinel:
                 problems.append(f"the sentinel znode {sentinel_path} reads back {read_back!r}, not what was written")
         if read_back == sentinel:  # ours, and any an interrupted earlier run left behind
-            self._remove_marker(_addresses(target.voters), None)
+            self._remove_marker(self._addresses(target.voters), None)
         result.checks = {
             "leader": outcome.leader_id,
             "leader_among_new_voters": outcome.leader_id in target.voter_ids,
@@ -371,7 +392,7 @@ class ZooKeeperChange:
         self.progress("the target config is already committed; checking the ensemble")
         outcome = self._wait_outcome(target, result.removed, require_sync=True, timeout_s=min(30.0, self.req.post_timeout_s))
         result.status = "already-committed"
-        self._remove_marker(_addresses(target.voters), None)  # left by a run that was killed
+        self._remove_marker(self._addresses(target.voters), None)  # left by a run that was killed
         result.committed_after = committed.render()
         result.version_after = committed.version_hex
         result.checks = {
@@ -388,7 +409,7 @@ class ZooKeeperChange:
                 chroot = next(iter(registered))
         except Exception:
             pass
-        result.broker_zookeeper_connect = target.connect_string(chroot=chroot)
+        result.broker_zookeeper_connect = self._broker_connect(target, chroot)
         self._next_steps(result, committed, committed, chroot, done=True)
         gone = [i for i in self.req.remove if committed.get(i) is None]
         if gone:
@@ -439,8 +460,9 @@ class ZooKeeperChange:
             if not req.force:
                 raise BadInput(msg + "; start them, point --bootstrap-server at their cluster, or add --force")
             result.warnings.append(msg + " (--force)")
-        addresses = [h for c in connects for h in c.hosts] + _addresses(committed.servers + target.servers)
-        verdicts = judge_brokers(connects, committed, target, zka.resolve_aliases(addresses))
+        addresses = [h for c in connects for h in c.hosts] + self._addresses(committed.servers + target.servers)
+        verdicts = judge_brokers(connects, committed, target, zka.resolve_aliases(addresses), self.dial)
+        self.brokers_secure = self.dial.secure and any(v.secure_port for v in verdicts)
         for v in verdicts:
             result.brokers.append({"id": v.broker_id, "zookeeper.connect": v.connect, "kept": list(v.kept),
                                    "removed": list(v.removed), "unknown": list(v.unknown)})
@@ -453,7 +475,8 @@ class ZooKeeperChange:
                 "no ISR updates, no topic changes; a broker restart would fail)"
             )
             if not req.force:
-                both = ",".join(_addresses(committed.servers + target.servers)) + next(iter(sorted(chroots)), self.chroot)
+                both = ",".join(self._broker_addresses(committed.servers + target.servers)) + next(
+                    iter(sorted(chroots)), self.chroot)
                 raise BadInput(
                     breaks + f"; first restart each broker with zookeeper.connect={both} (old and new servers), or add --force"
                 )
@@ -469,7 +492,7 @@ class ZooKeeperChange:
     def _check_joiner_configs(self, committed: DynamicConfig, joiners: tuple[Server, ...], joiners_ids: tuple[int, ...]) -> None:
         """Refuse when a joiner runs with a config of its own that lists joiners as participants."""
         for j in joiners:
-            st = zka.server_state(j.client_address, with_membership=True)  # type: ignore[arg-type]
+            st = self._state(j, membership=True)
             if not st.membership:
                 continue
             try:
@@ -483,20 +506,21 @@ class ZooKeeperChange:
     def _joiner_readiness(self, committed: DynamicConfig, joiners: tuple[Server, ...], leader: int | None,
                           states: dict[int, zka.ServerState] | None = None) -> dict[int, str | None]:
         """None for a joiner that follows the leader of the committed config and is caught up, else why not."""
-        states = states if states is not None else _states(committed.servers)
+        states = states if states is not None else self._states(committed.servers)
         if leader is None:
             leader = _leader(states)
         if leader is None:
             return {j.id: "the ensemble has no leader right now" for j in joiners}
-        leader_addr = committed.get(leader).client_address  # type: ignore[union-attr]
-        lead = zka.server_state(leader_addr)  # type: ignore[arg-type]
+        leader_server = committed.get(leader)
+        lead = self._state(leader_server)  # type: ignore[arg-type]
         if lead.mode != "leader":
             return {j.id: f"server {leader} is no longer the leader" for j in joiners}
         out: dict[int, str | None] = {}
         for j in joiners:
-            st = zka.server_state(j.client_address, with_membership=True)  # type: ignore[arg-type]
+            st = self._state(j, membership=True)
+            where = self._address(j)
             if not st.serving:
-                out[j.id] = f"{j.client_address} {st.error}"
+                out[j.id] = f"{where} {st.error}"
                 continue
             reported = None
             try:
@@ -504,17 +528,17 @@ class ZooKeeperChange:
             except ConfigError:
                 reported = None
             if st.mode == "leader" or st.mode == "standalone":
-                out[j.id] = f"{j.client_address} is a {st.mode} of its own, not a follower of server {leader}"
+                out[j.id] = f"{where} is a {st.mode} of its own, not a follower of server {leader}"
             elif reported is not None and (reported.version != committed.version or not reported.same_membership(committed)):
-                out[j.id] = (f"{j.client_address} runs config version {reported.version_hex}, not the committed "
+                out[j.id] = (f"{where} runs config version {reported.version_hex}, not the committed "
                              f"{committed.version_hex}: not following the current leader yet")
             elif st.zxid is None or lead.zxid is None or st.zxid < lead.zxid:
-                out[j.id] = f"{j.client_address} is catching up (zxid {st.zxid or 0:#x} < leader's {lead.zxid or 0:#x})"
+                out[j.id] = f"{where} is catching up (zxid {st.zxid or 0:#x} < leader's {lead.zxid or 0:#x})"
             else:
                 out[j.id] = None
         waiting = sum(1 for j in joiners if committed.get(j.id) is None)
         if waiting and all(v is None for v in out.values()):
-            mntr = zka.leader_mntr(leader_addr)  # type: ignore[arg-type]
+            mntr = zka.leader_mntr(self._address(leader_server), tls=self.tls)  # type: ignore[arg-type]
             seen = mntr.get("zk_synced_non_voting_followers")
             if seen is not None and seen.isdigit() and int(seen) < waiting:
                 for j in joiners:
@@ -576,7 +600,7 @@ class ZooKeeperChange:
 
     def _synced_ids(self, committed: DynamicConfig, leader: int | None, joiners: tuple[Server, ...]) -> set[int]:
         """Servers (old and joining) that are up and caught up with the leader right now."""
-        states = _states(committed.servers)
+        states = self._states(committed.servers)
         leader = _leader(states) if leader is None or states.get(leader, zka.ServerState("")).mode != "leader" else leader
         if leader is None:
             return set()
@@ -597,7 +621,7 @@ class ZooKeeperChange:
         record = StepRecord(rc.describe(), rc.zkcli(zk.hosts.split(",")[0]), None if rc.from_version is None else f"{rc.from_version:x}")
         result.steps.append(record)
         started = self.clock.now()
-        survivors = _addresses([s for s in goal.servers])
+        survivors = self._addresses([s for s in goal.servers])
         for attempt in (1, 2):
             self.progress(f"reconfig: {rc.describe()} (from version {record.from_version})")
             pending = zk.send_reconfig(rc)
@@ -622,7 +646,7 @@ class ZooKeeperChange:
                     )
                 record.answer = "lost-confirmed"
             except zka.ReconfigRefused as refused:
-                now = self._read_config(survivors + _addresses(expected.servers))
+                now = self._read_config(survivors + self._addresses(expected.servers))
                 if now is not None and is_reached(now, goal):
                     new, record.answer = now, "already-committed"
                 elif refused.kind in ("bad-version", "in-progress"):
@@ -698,7 +722,7 @@ class ZooKeeperChange:
         opened: list[zka.ZooKeeper] = []
         try:
             while True:
-                states = _states(current.servers)
+                states = self._states(current.servers)
                 leader = _leader(states)
                 rc = next_step(current, target, leader)
                 if rc is None:
@@ -712,7 +736,7 @@ class ZooKeeperChange:
                     raise StepFailed(f"step {rc.describe()} cannot run: {problem}; run again to continue from version {current.version_hex}")
                 current = self._apply(session, rc, target, result, step_target=step_goal)
                 # the next step talks to the current members (the old session may be on a server that left)
-                session = zka.ZooKeeper.connect(",".join(_addresses(current.servers)), self.auth)
+                session = zka.ZooKeeper.connect(",".join(self._addresses(current.servers)), self.auth)
                 opened.append(session)
         finally:
             for s in opened:
@@ -721,12 +745,12 @@ class ZooKeeperChange:
     # ........................................................ post-checks
     def _wait_outcome(self, target: DynamicConfig, removed: list[int], require_sync: bool,
                       timeout_s: float | None = None) -> Outcome:
-        addresses = _addresses(target.voters)
+        addresses = self._addresses(target.voters)
         last = [Outcome(target, None)]
 
         def settled() -> bool:
             cfg = self._read_config(addresses)
-            states = _states(target.voters)
+            states = self._states(target.voters)
             leader = _leader(states)
             synced: set[int] = set()
             if leader is not None:
@@ -735,7 +759,7 @@ class ZooKeeperChange:
                 for i in target.voter_ids:
                     if i == leader:
                         continue
-                    st = zka.server_state(target.get(i).client_address)  # type: ignore[arg-type,union-attr]
+                    st = self._state(target.get(i))  # type: ignore[arg-type]
                     if st.mode == "follower" and st.zxid is not None and lead.zxid is not None and st.zxid >= lead.zxid:
                         synced.add(i)
             if cfg is None:
@@ -750,7 +774,7 @@ class ZooKeeperChange:
     # ......................................................... what's next
     def _next_steps(self, result: ZooKeeperResult, before: DynamicConfig, after: DynamicConfig, chroot: str,
                     done: bool) -> None:
-        new_connect = after.connect_string(chroot=chroot) if done else result.broker_zookeeper_connect or ""
+        new_connect = self._broker_connect(after, chroot) if done else result.broker_zookeeper_connect or ""
         if done and result.registered_brokers:
             ids = sorted({i for v in result.registered_brokers.values() for i in v})
             result.next_steps.append(
@@ -763,7 +787,7 @@ class ZooKeeperChange:
                 f"no broker is registered in this ensemble; Kafka brokers that will use it need zookeeper.connect={new_connect}"
             )
         if done:
-            result.next_steps.append(f"clients and tools: use --zookeeper {after.connect_string(chroot=chroot)}")
+            result.next_steps.append(f"clients and tools: use --zookeeper {self.dial.connect_string(after, chroot=chroot)}")
             gone = [s for s in before.servers if after.get(s.id) is None]
             result.decommission = [f"server {s.id} ({s.host}, client {s.client_address})" for s in gone]
             if gone:

@@ -1,10 +1,11 @@
 """Issue 18, ZooKeeper SASL: ``--zk-jaas-file`` on a real ZooKeeper with SASL, ACLs and a digest super user.
 
-One SASL_SSL sandbox (1 ZooKeeper with a TLS secureClientPort beside its client port, broker 1): ZooKeeper's ``Server`` JAAS section, brokers logging in
+One SASL_SSL sandbox (1 ZooKeeper and 1 joiner, each with a TLS secureClientPort beside its client port, broker 1): ZooKeeper's ``Server`` JAAS section, brokers logging in
 with the ``Client`` section as ``kafka`` and ``zookeeper.set.acl=true`` (so /config/users, the SCRAM
 credentials, is readable by ``sasl:kafka`` alone), a digest super user ``super``. kmigrate reads ZooKeeper
 through the brokers' own JAAS file, as Kafka's tools take it; the reconfig of the swap needs the super user.
-``--zk-client-config`` (Kafka's ``--zk-tls-config-file``, a JKS truststore) reaches the secureClientPort.
+``--zk-client-config`` (Kafka's ``--zk-tls-config-file``, a JKS truststore) reaches the secureClientPort,
+and the swap itself runs over it (sessions, four-letter words, the write probe), last in the module.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from cli_support import run
 
 pytestmark = pytest.mark.integration
 
-SANDBOX = dict(zookeeper_ids=(1,), broker_ids=(1,), security="sasl_ssl", zookeeper_tls=True)
+SANDBOX = dict(zookeeper_ids=(1,), spare_zookeeper_ids=(2,), broker_ids=(1,), security="sasl_ssl", zookeeper_tls=True)
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +113,61 @@ def test_inspect_over_tls_to_the_secure_client_port_with_a_sasl_login(cluster, j
                          str(config), "--add", "2=127.0.0.9:2888:3888;2181")
     assert code == 0, err
     assert "server.2=127.0.0.9:2888:3888:observer;2181" in out
+
+
+def test_the_swap_over_tls_dials_every_server_at_its_secure_client_port(cluster, jaas, capsys, tmp_path):
+    """``kmigrate zookeeper --zk-client-config`` given only the voter's secureClientPort: the joiner's
+    readiness, the reconfig, the post-checks and the write probe all go over TLS; the tools' connect string
+    is the secure one, the brokers' stays the plaintext one they use."""
+    import javaproperties
+
+    config = tmp_path / "zk-tls.properties"
+    config.write_text(javaproperties.dumps(cluster.security.zookeeper_tls_client_config()))
+    voter, joiner = cluster.spec.zookeepers
+    secure = f"{voter.host}:{voter.client_port + 1}"
+    args = ["zookeeper", "--zookeeper", secure, "--zk-client-config", str(config), "--zk-jaas-file", str(jaas),
+            "--zk-auth-file", str(cluster.security.zookeeper_auth_file),
+            "--add", f"2={joiner.host}:{joiner.quorum_port}:{joiner.election_port};{joiner.client_port}",
+            "--bootstrap-server", cluster.bootstrap_servers(spare=False),
+            "--command-config", str(cluster.security.properties_file("admin")), "-O", "json"]
+    dialled: list[tuple[str, int]] = []
+    _record_connections(dialled)
+    code, out, err = run(capsys, *args, "--dry-run")
+    assert code == 0, err
+    dry = json.loads(out)
+    assert dry["status"] == "dry-run" and dry["joiners"] == {"2": "ready"}, dry
+    code, out, err = run(capsys, *args)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["status"] == "reconfigured" and result["voters_after"] == [1, 2], result
+    assert result["connect_string"] == f"{voter.host}:{voter.client_port + 1},{joiner.host}:{joiner.client_port + 1}"
+    assert result["broker_zookeeper_connect"].startswith(f"{voter.host}:{voter.client_port},{joiner.host}:{joiner.client_port}")
+    assert result["checks"]["voters_in_sync"] == [1, 2] and result["checks"]["sentinel_unchanged"] is True
+    assert cluster.security.password("store") not in out + err
+    # every connection kmigrate opened to a ZooKeeper server (kazoo and the four-letter words are Python
+    # sockets, seen by the audit hook) went to a secureClientPort: the plaintext client port was never used
+    zk_hosts = {voter.host, joiner.host}
+    to_zookeeper = {a for a in dialled if a[0] in zk_hosts and a[1] in (voter.client_port, voter.client_port + 1)}
+    assert to_zookeeper == {(voter.host, voter.client_port + 1), (joiner.host, joiner.client_port + 1)}, dialled
+    dialled.clear()
+    from migrate.files import zk_client_config
+
+    with ZooKeeper.connect(result["connect_string"], parse_auth(None, zk_jaas(jaas), zk_client_config(config))) as zk:
+        assert zk.committed_config().voter_ids == (1, 2)
+
+
+_RECORDING: list[list[tuple[str, int]]] = []
+
+
+def _record_connections(into: list[tuple[str, int]]) -> None:
+    """Record the (host, port) of every Python socket connect from now on (an audit hook cannot be
+    removed: one hook for the module, appending to the newest list)."""
+    import sys
+
+    if not _RECORDING:
+        def hook(event, args):
+            if event == "socket.connect" and _RECORDING and isinstance(args[1], tuple):
+                _RECORDING[-1].append((args[1][0], args[1][1]))
+
+        sys.addaudithook(hook)
+    _RECORDING.append(into)

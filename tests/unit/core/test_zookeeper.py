@@ -12,6 +12,7 @@ from migrate.core.zookeeper import (
     PARTICIPANT,
     BrokerConnect,
     Change,
+    Dialing,
     ConfigError,
     DynamicConfig,
     Outcome,
@@ -261,6 +262,33 @@ def test_brokers_pointing_only_at_removed_servers_are_lost():
     assert BrokerConnect(1, "zk1:2181,zk2:2181/kafka").chroot == "/kafka"
     unknown = judge_brokers([BrokerConnect(9, "other:2181")], committed, target)[0]
     assert unknown.lost and unknown.unknown == ("other:2181",)
+
+
+def test_over_tls_every_server_is_dialled_at_the_connect_strings_secure_port():
+    committed = parse_config(COMMITTED)
+    dial = Dialing.of("10.0.0.1:2281,10.0.0.2:2281", tls=True)
+    # 0.0.0.0 and a missing client host fall back to the quorum host; the plaintext port is not used
+    assert dial.addresses(committed.servers) == ["10.0.0.1:2281", "10.0.0.2:2281", "10.0.0.3:2281"]
+    assert dial.connect_string(committed, chroot="/kafka") == "10.0.0.1:2281,10.0.0.2:2281,10.0.0.3:2281/kafka"
+    assert Dialing.of("10.0.0.1:2281,10.0.0.2:2182", tls=False).addresses(committed.servers) == [
+        "10.0.0.1:2181", "10.0.0.2:2181", "10.0.0.3:2181"]
+    assert Dialing().address(parse_server_line("server.9=h9:2888:3888:participant")) is None
+    with pytest.raises(BadInput, match=r"2 ports \(2182, 2281\)"):
+        Dialing.of("10.0.0.1:2281,10.0.0.2:2182", tls=True)
+
+
+def test_brokers_naming_servers_at_the_secure_port_are_judged_by_it():
+    committed = parse_config(COMMITTED)
+    target = target_config(committed, Change((srv(4),), (1, 2, 3)))
+    dial = Dialing.of("10.0.0.1:2281", tls=True)
+    secure = BrokerConnect(1, "10.0.0.1:2281,zk4:2281/kafka")
+    plain = BrokerConnect(2, "10.0.0.1:2181,zk4:2181/kafka")
+    v_secure, v_plain = judge_brokers([secure, plain], committed, target, None, dial)
+    assert (v_secure.kept, v_secure.removed, v_secure.unknown, v_secure.secure_port) == ((4,), (1,), (), True)
+    assert (v_plain.kept, v_plain.removed, v_plain.unknown, v_plain.secure_port) == ((4,), (1,), (), False)
+    # without TLS the secure port names no server
+    unknown = judge_brokers([secure], committed, target)[0]
+    assert unknown.lost and unknown.unknown == ("10.0.0.1:2281", "zk4:2281")
 
 
 # -------------------------------------------------------------- hypothesis
