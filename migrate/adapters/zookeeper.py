@@ -204,7 +204,7 @@ class ZooKeeper:
                 f"cannot reach ZooKeeper at {hosts} within {timeout_s:.0f} s ({type(exc).__name__}): "
                 "check --zookeeper (host:port, comma separated) and that the servers are up"
                 + ("; TLS (--zk-client-config) needs ZooKeeper's secureClientPort and a truststore holding its CA"
-                   if any(isinstance(a, ZkTls) for a in zk.auth) else "")
+                   if any(isinstance(a, ZkTls) for a in zk.auth) else "; a TLS secureClientPort needs --zk-client-config")
             ) from None
         return zk
 

@@ -116,8 +116,11 @@ def _env_lines(sandbox: Sandbox) -> str:
         lines += [
             "# Kafka: --command-config $KMIGRATE_COMMAND_CONFIG (user kmigrate), $KAFKA_ADMIN_COMMAND_CONFIG (super user admin),"
             " $KAFKA_CLIENT_COMMAND_CONFIG (user client)",
-            "# ZooKeeper: digest authentication, super user and password (user:password) in $ZOOKEEPER_AUTH_FILE",
+            "# ZooKeeper: digest authentication, super user and password (user:password) in $ZOOKEEPER_AUTH_FILE;"
+            " the brokers' SASL login (--zk-jaas-file) in $ZOOKEEPER_JAAS_FILE",
         ]
+    if "ZOOKEEPER_CLIENT_CONFIG" in env:
+        lines.append("# ZooKeeper over TLS: --zookeeper $ZOOKEEPER_SECURE_CONNECT --zk-client-config $ZOOKEEPER_CLIENT_CONFIG")
     return "\n".join(lines)
 
 

@@ -267,7 +267,12 @@ def _render(result) -> None:
         )
     for w in result.warnings:
         console.print(f"[yellow]warning[/yellow]: {w}", soft_wrap=True)
-    console.print(f"new connect string: {result.connect_string}", markup=False)
+    brokers = (result.broker_zookeeper_connect or "").split("/", 1)[0]
+    if brokers and brokers != result.connect_string:  # over TLS: kmigrate dials the secureClientPort, the brokers not
+        console.print(f"new connect string: {result.connect_string} (the secureClientPort; the brokers' "
+                      f"zookeeper.connect: {result.broker_zookeeper_connect})", markup=False, soft_wrap=True)
+    else:
+        console.print(f"new connect string: {result.connect_string}", markup=False)
     if result.next_steps:
         console.print("next:")
         for i, step in enumerate(result.next_steps, 1):

@@ -541,6 +541,10 @@ class Sandbox:
             env["KAFKA_ADMIN_COMMAND_CONFIG"] = str(sec.properties_file("admin"))
             env["KAFKA_CLIENT_COMMAND_CONFIG"] = str(sec.properties_file("client"))
             env["ZOOKEEPER_AUTH_FILE"] = str(sec.zookeeper_auth_file)
+            env["ZOOKEEPER_JAAS_FILE"] = str(sec.broker_zookeeper_jaas)
+            if spec.zookeeper_tls:  # the secureClientPort (client port + 1) and the file that reaches it
+                env["ZOOKEEPER_SECURE_CONNECT"] = ",".join(f"{z.host}:{z.client_port + 1}" for z in spec.voters())
+                env["ZOOKEEPER_CLIENT_CONFIG"] = str(sec.zookeeper_tls_client_file)
         target = self.target
         if target is not None:  # sandbox up --target-cluster
             tenv = target.env()

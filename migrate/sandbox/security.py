@@ -133,6 +133,11 @@ class SandboxSecurity:
         return self.dir / "zookeeper-super.auth"
 
     @property
+    def zookeeper_tls_client_file(self) -> Path:
+        """``--zk-client-config`` of ``--zookeeper-tls`` (Kafka's ``--zk-tls-config-file``)."""
+        return self.dir / "zookeeper-tls-client.properties"
+
+    @property
     def zookeeper_jaas(self) -> Path:
         return self.dir / "zookeeper-jaas.conf"
 
@@ -282,6 +287,8 @@ def create(security: str, directory: Path, brokers: list[tuple[int, str]],
         _write_certificates(sec, brokers, passwords["store"], zookeepers)
     for user in USERS:
         write_private(sec.properties_file(user), _properties_text(sec.client_properties(user)))
+    if zookeepers:  # --zookeeper-tls
+        write_private(sec.zookeeper_tls_client_file, _properties_text(sec.zookeeper_tls_client_config()))
     return sec
 
 

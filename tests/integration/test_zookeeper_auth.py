@@ -115,16 +115,15 @@ def test_inspect_over_tls_to_the_secure_client_port_with_a_sasl_login(cluster, j
     assert "server.2=127.0.0.9:2888:3888:observer;2181" in out
 
 
-def test_the_swap_over_tls_dials_every_server_at_its_secure_client_port(cluster, jaas, capsys, tmp_path):
+def test_the_swap_over_tls_dials_every_server_at_its_secure_client_port(cluster, jaas, capsys):
     """``kmigrate zookeeper --zk-client-config`` given only the voter's secureClientPort: the joiner's
     readiness, the reconfig, the post-checks and the write probe all go over TLS; the tools' connect string
     is the secure one, the brokers' stays the plaintext one they use."""
-    import javaproperties
-
-    config = tmp_path / "zk-tls.properties"
-    config.write_text(javaproperties.dumps(cluster.security.zookeeper_tls_client_config()))
+    env = cluster.env()  # what `kmigrate sandbox env` exports for --zookeeper-tls
+    config = env["ZOOKEEPER_CLIENT_CONFIG"]
     voter, joiner = cluster.spec.zookeepers
-    secure = f"{voter.host}:{voter.client_port + 1}"
+    secure = env["ZOOKEEPER_SECURE_CONNECT"]
+    assert secure == f"{voter.host}:{voter.client_port + 1}"
     args = ["zookeeper", "--zookeeper", secure, "--zk-client-config", str(config), "--zk-jaas-file", str(jaas),
             "--zk-auth-file", str(cluster.security.zookeeper_auth_file),
             "--add", f"2={joiner.host}:{joiner.quorum_port}:{joiner.election_port};{joiner.client_port}",
