@@ -70,7 +70,9 @@ def demo(
     if output == OutputFormat.json:
         emit_json(report.to_dict())
     else:
-        table = Table("phase", "seconds", "result", title="kmigrate demo" + (" --cross-cluster" if cross_cluster else ""))
+        table = Table(title="kmigrate demo" + (" --cross-cluster" if cross_cluster else ""))
+        for col in ("phase", "seconds", "result"):  # a connect string or an id is folded, never cut
+            table.add_column(col, overflow="fold")
         for phase in report.phases:
             table.add_row(phase.name, f"{phase.seconds:.1f}", phase.detail)
         console.print(table)
