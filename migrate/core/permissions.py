@@ -242,6 +242,35 @@ def partitions_needs(topics: Iterable[str], bookkeeping_topic: str, bookkeeping_
     return out
 
 
+def cancel_read_needs(bookkeeping_topic: str, exists: bool = True) -> list[Need]:
+    """``kmigrate partitions --cancel`` (and its dry run): what it reads before deciding anything.
+    ``exists=False``: before kmigrate knows whether the bookkeeping topic exists (a topic it may not
+    describe looks absent: that is asked of the brokers, and READ is left for when it is found)."""
+    c = Resource.cluster()
+    r = Resource.topic(bookkeeping_topic)
+    return [Need(c, "DESCRIBE", "list the reassignments in flight"),
+            Need(r, "DESCRIBE", "find the bookkeeping topic", exists)] + (
+        [Need(r, "READ", "read which moves and throttles kmigrate started")] if exists else [])
+
+
+def cancel_needs(throttled_topics: Iterable[str], bookkeeping_topic: str) -> list[Need]:
+    """``kmigrate partitions --cancel``: cancel kmigrate's moves, record it, remove the throttles it set
+    (the brokers' rates and the throttle lists of ``throttled_topics``, as its records name them)."""
+    c = Resource.cluster()
+    out = cancel_read_needs(bookkeeping_topic) + [
+        Need(c, "ALTER", "cancel the reassignments (AlterPartitionReassignments)"),
+        Need(c, "DESCRIBE_CONFIGS", "read the brokers' throttle rates"),
+        Need(c, "ALTER_CONFIGS", "remove the brokers' replication throttle rates kmigrate set"),
+        Need(Resource.topic(bookkeeping_topic), "WRITE", "record the cancel and the throttles removed"),
+    ]
+    for t in sorted(set(throttled_topics)):
+        r = Resource.topic(t)
+        out += [Need(r, "DESCRIBE", "see the topic (the brokers tell what may be done to it only then)"),
+                Need(r, "DESCRIBE_CONFIGS", "read its throttle lists"),
+                Need(r, "ALTER_CONFIGS", "remove the throttle list entries kmigrate added")]
+    return out
+
+
 def bookkeeping_needs(topic: str, exists: bool) -> list[Need]:
     """The bookkeeping topic: created when missing, read from the beginning, appended to."""
     r = Resource.topic(topic)
@@ -311,6 +340,7 @@ def readme_section() -> str:
     """The README's "ACLs each command needs" section, made from the table above (one source)."""
     rows = [
         ("kmigrate partitions", partitions_needs([_EXAMPLE_TOPIC], "<bookkeeping topic>", False)),
+        ("kmigrate partitions --cancel", cancel_needs(["<each topic kmigrate throttled>"], "<bookkeeping topic>")),
         ("kmigrate status", status_needs("<bookkeeping topic>")),
         ("kmigrate topics create", create_topic_needs("<new topic>")),
         ("kmigrate canary", canary_needs("<canary topic>", False)),

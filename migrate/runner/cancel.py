@@ -28,7 +28,9 @@ from migrate.core.clientconfig import ClientSettings
 from migrate.core.ledger import Ledger, make_record
 from migrate.core.mapping import select_topics
 from migrate.core.moves import InFlight, errors_line
+from migrate.core.permissions import cancel_needs, cancel_read_needs
 from migrate.errors import StepFailed
+from migrate.runner.permissions import require
 from migrate.runner.events import CancelDone, CancelDryRun, Cancelled, Emit, LeftAlone, WarningEvent
 from migrate.runner.throttles import now_s, release_throttles, see_hidden_rates
 from migrate.runner.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll
@@ -81,8 +83,11 @@ def cancel_partitions(client: ClientSettings, bookkeeping_topic: str, emit: Emit
     remove kmigrate's throttles that no move in flight needs."""
     admin = ReassignmentAdmin(client)
     book = BookkeepingTopic(client, bookkeeping_topic)
-    try:
+    try:  # a missing right is named before anything is read or changed (exit 2)
+        require(admin.admin, client, cancel_read_needs(bookkeeping_topic, exists=False))
         exists = book.exists(admin.admin)
+        if exists:
+            require(admin.admin, client, cancel_read_needs(bookkeeping_topic))
         flights = admin.list_reassignments()
         ledger = book.read() if exists else Ledger([])
         ours, why = _sort_flights(ledger, flights, include, exclude)
@@ -97,6 +102,7 @@ def cancel_partitions(client: ClientSettings, bookkeeping_topic: str, emit: Emit
             done = CancelDone(cancelled=0, left_alone=len(why), throttle_problems=[])
             emit(done)
             return done.as_dict()
+        require(admin.admin, client, cancel_needs({t for t, _config in ledger.topic_throttles()}, bookkeeping_topic))
         # before any change: brokers before 2.8 hide their rates (read from ZooKeeper, else refused)
         see_hidden_rates(admin, admin.live_brokers(), zookeeper, list(zk_auth), ignore_hidden_rates)
         plans = list(ledger.plans())

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from migrate.core.permissions import (
-    Acl, Need, Resource, acl_decision, acls_explain, allowed, bookkeeping_needs, canary_needs, create_topic_needs,
+    Acl, Need, Resource, acl_decision, acls_explain, allowed, bookkeeping_needs, canary_needs, cancel_needs,
+    cancel_read_needs, create_topic_needs,
     grant_command, missing, missing_line, partitions_needs, principal_of, readme_section, refusal_line, verify_needs,
 )
 
@@ -29,6 +30,17 @@ def test_partitions_needs_every_right_its_calls_use():
 def test_an_existing_bookkeeping_topic_needs_no_create():
     needs = bookkeeping_needs("bk", exists=True)
     assert {n.operation for n in needs} == {"DESCRIBE", "READ", "WRITE"} and all(n.exists for n in needs)
+
+
+def test_cancel_needs_what_it_reads_first_then_what_it_changes():
+    first = cancel_read_needs("bk", exists=False)
+    assert [(n.resource, n.operation, n.exists) for n in first] == [
+        (C, "DESCRIBE", True), (Resource.topic("bk"), "DESCRIBE", False)]  # a hidden topic looks absent: asked
+    needs = cancel_needs(["orders", "orders"], "bk")
+    assert _ops(needs, C) == {"DESCRIBE", "ALTER", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"}
+    assert _ops(needs, Resource.topic("bk")) == {"DESCRIBE", "READ", "WRITE"}  # no CREATE: cancel never creates it
+    assert _ops(needs, Resource.topic("orders")) == {"DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"}
+    assert len(needs) == len(set(needs))
 
 
 def test_other_commands():
