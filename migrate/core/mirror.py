@@ -26,6 +26,13 @@ CONNECT_STATUS_TOPIC = f"mm2-status.{SOURCE_ALIAS}.internal"
 CHECKPOINTS_TOPIC = f"{SOURCE_ALIAS}.checkpoints.internal"
 # offset-syncs.topic.location=target: named after the other cluster, the source (MirrorSourceConfig.offsetSyncsTopic)
 OFFSET_SYNCS_TOPIC = f"mm2-offset-syncs.{SOURCE_ALIAS}.internal"
+# The rest of what MirrorMaker 2 keeps on the target (MirrorMakerConfig.workerConfig's defaults, the
+# identity policy's heartbeats topic), and its workers' group there.
+CONNECT_CONFIGS_TOPIC = f"mm2-configs.{SOURCE_ALIAS}.internal"
+HEARTBEATS_TOPIC = "heartbeats"
+INTERNAL_TOPICS = (CONNECT_CONFIGS_TOPIC, CONNECT_OFFSETS_TOPIC, CONNECT_STATUS_TOPIC, CHECKPOINTS_TOPIC,
+                   OFFSET_SYNCS_TOPIC, HEARTBEATS_TOPIC)
+WORKER_GROUP = f"{SOURCE_ALIAS}-mm2"
 IDENTITY_POLICY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
 
 # Topic configs MirrorMaker 2 never copies, even with config sync on (DefaultConfigPropertyFilter).

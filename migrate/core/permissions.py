@@ -331,6 +331,56 @@ def cutover_needs(groups: Iterable[str], topics: Iterable[str], internal_topics:
     return src, tgt + bookkeeping_needs(bookkeeping_topic, bookkeeping_exists)
 
 
+def mirror_needs(topics: Iterable[str], to_create: Iterable[str], groups: Iterable[str], engine: str | None,
+                 internal_topics: Mapping[str, bool], bookkeeping_topic: str, bookkeeping_exists: bool,
+                 consumer_group: str | None = None) -> tuple[list[Need], list[Need]]:
+    """``kmigrate mirror create-topics`` / ``start``: (source needs, target needs).
+
+    kmigrate reads both clusters, creates the missing topics on the target and records it. With an
+    ``engine`` it then starts MirrorMaker with the same client settings, which needs more:
+    MirrorMaker 2 reads the topics and the groups' offsets on the source and, on the target, writes the
+    copies and its internal topics (``internal_topics``: name -> exists), joins its worker group
+    (``consumer_group``) and sets the groups' offsets; MirrorMaker 1 consumes in its group
+    (``consumer_group``) on the source and writes the copies. Transactional ids (MirrorMaker 2's
+    exactly-once) cannot be asked of the brokers before it runs: they are not checked here."""
+    topics, to_create = sorted(set(topics)), set(to_create)
+    src: list[Need] = []
+    tgt: list[Need] = []
+    for t in topics:
+        r = Resource.topic(t)
+        src += [Need(r, "DESCRIBE", "read its partitions"), Need(r, "DESCRIBE_CONFIGS", "read its configs to copy them")]
+        if t in to_create:
+            tgt += [Need(r, "CREATE", "create it on the target", exists=False),
+                    Need(r, "DESCRIBE", "wait until the new topic has leaders", exists=False)]
+        else:
+            tgt.append(Need(r, "DESCRIBE_CONFIGS", "compare its configs with the source's"))
+    tgt += bookkeeping_needs(bookkeeping_topic, bookkeeping_exists)
+    if engine is None:
+        return src, tgt
+    src += [Need(Resource.topic(t), "READ", f"let {_ENGINES[engine]} read its records") for t in topics]
+    tgt += [Need(Resource.topic(t), "WRITE", f"let {_ENGINES[engine]} write the copies", t not in to_create)
+            for t in topics]
+    if engine == "mirrormaker1":
+        if consumer_group:
+            src.append(Need(Resource.group(consumer_group), "READ", "let MirrorMaker 1 consume in its group"))
+        return src, tgt
+    for g in sorted(set(groups)):
+        src.append(Need(Resource.group(g), "DESCRIBE", "let MirrorMaker 2 read the group's committed offsets"))
+        tgt.append(Need(Resource.group(g), "READ", "let MirrorMaker 2 set the group's translated offsets"))
+    for name, exists in sorted(internal_topics.items()):
+        r = Resource.topic(name)
+        if not exists:
+            tgt.append(Need(r, "CREATE", "let MirrorMaker 2 create its internal topic", exists=False))
+        tgt += [Need(r, "READ", "let MirrorMaker 2 read its internal topic", exists),
+                Need(r, "WRITE", "let MirrorMaker 2 write its internal topic", exists)]
+    if consumer_group:
+        tgt.append(Need(Resource.group(consumer_group), "READ", "let MirrorMaker 2's workers join their group"))
+    return src, tgt
+
+
+_ENGINES = {"mirrormaker2": "MirrorMaker 2", "mirrormaker1": "MirrorMaker 1"}
+
+
 # ===================================================================== the README's table
 
 _EXAMPLE_TOPIC = "<each topic moved>"
@@ -346,6 +396,18 @@ def readme_section() -> str:
         ("kmigrate canary", canary_needs("<canary topic>", False)),
         ("kmigrate verify snapshot / compare / clusters", verify_needs(["<each topic verified>"])),
     ]
+    from migrate.core.mirror import INTERNAL_TOPICS, WORKER_GROUP
+
+    mirrored, group = "<each topic mirrored>", "<each group mirrored>"
+    for command, engine, worker in (("kmigrate mirror create-topics", None, None),
+                                    ("kmigrate mirror start", "mirrormaker2", WORKER_GROUP),
+                                    ("kmigrate mirror start --engine mirrormaker1", "mirrormaker1", "kmigrate-mirrormaker1")):
+        on_source, on_target = mirror_needs([mirrored], [mirrored], [group], engine,
+                                            dict.fromkeys(INTERNAL_TOPICS, False), "__kmigrate_mirror", False, worker)
+        rows += [(f"{command} (source)", on_source), (f"{command} (target)", on_target)]
+    cut_source, cut_target = cutover_needs([group], [mirrored], ("<MirrorMaker's internal topics>",),
+                                           "__kmigrate_mirror", True)
+    rows += [("kmigrate mirror cutover (source)", cut_source), ("kmigrate mirror cutover (target)", cut_target)]
     lines = ["## ACLs each command needs", "",
              "Before it changes anything, each command asks the brokers which operations its principal may "
              "perform (KIP-430) and, for a topic it is about to create, sends a validate-only CreateTopics. "
@@ -355,8 +417,12 @@ def readme_section() -> str:
              "topic when it may list ACLs (cluster DESCRIBE, which `partitions` has) and its principal is a SASL "
              "user; otherwise it checks them right after creating the topic, before anything else changes (the "
              "canary: before its first record). CREATE on a topic is granted by cluster CREATE or by CREATE on "
-             "the topic (literal or `--resource-pattern-type prefixed`). kmigrate's consumers commit no offsets: "
-             "no group right is needed. Tested on Kafka 3.9, where WRITE on a topic lets the idempotent writers "
+             "the topic (literal or `--resource-pattern-type prefixed`). kmigrate's own consumers commit no offsets: "
+             "only the mirror commands need rights on groups. `mirror start` also checks the rights of the "
+             "MirrorMaker it starts with the same client settings, except one the brokers cannot be asked "
+             "about in advance: MirrorMaker 2's exactly-once needs WRITE and DESCRIBE on the target's transactional "
+             "ids prefixed `source-mm2` (its tasks: `kafka-acls.sh ... --transactional-id source-mm2 "
+             "--resource-pattern-type prefixed`) and `connect-cluster-source-mm2` (its workers' leader). Tested on Kafka 3.9, where WRITE on a topic lets the idempotent writers "
              "(bookkeeping, canary) get their producer id; older brokers may also want IDEMPOTENT_WRITE on the "
              "cluster.", "",
              "| command | operation | resource | why |", "|---|---|---|---|"]

@@ -17,14 +17,16 @@ from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.mirror import MirrorCluster
 from migrate.adapters.mirrormaker import MirrorMakerProcess, default_state_dir, free_port  # noqa: F401 (default_state_dir: for commands)
 from migrate.core.clientconfig import ClientSettings
-from migrate.core.mirror import (CHECKPOINTS_TOPIC, CONNECT_OFFSETS_TOPIC, CONNECT_STATUS_TOPIC, GroupOffset,
+from migrate.core.mirror import (CHECKPOINTS_TOPIC, HEARTBEATS_TOPIC, INTERNAL_TOPICS, WORKER_GROUP, CONNECT_OFFSETS_TOPIC, CONNECT_STATUS_TOPIC, GroupOffset,
                                  MirrorPlan, MirrorStatus, TopicReading, compile_filter, config_differences,
                                  heartbeat_timestamp, is_internal_topic, latest_checkpoints,
                                  mirrored_positions, mm2_properties, partition_lags, plan_mirror, render_properties,
                                  same_configuration, task_states)
 from migrate.core.ledger import MIRROR_TOPIC, make_record, mirror_plan_id
+from migrate.core.permissions import Need, mirror_needs
 from migrate.errors import BadInput, KmigrateError, StepFailed
 from migrate.files import client_settings, load_command_config
+from migrate.runner.permissions import require, require_after_create
 
 
 @dataclass(frozen=True)
@@ -86,9 +88,15 @@ class CreateResult:
                 "warnings": self.warnings}
 
 
-def create_topics(req: Request, plan: MirrorPlan, dry_run: bool = False) -> CreateResult:
+def create_topics(req: Request, plan: MirrorPlan, dry_run: bool = False, engine: str | None = None,
+                  consumer_group: str | None = None) -> CreateResult:
     """Create the plan's missing topics on the target (same partitions, capped replication factor, the
-    source's effective non-default configs); report config differences of topics that exist."""
+    source's effective non-default configs); report config differences of topics that exist.
+
+    First, every right this needs on both clusters, and with ``engine`` the rights of the MirrorMaker
+    about to start with the same settings (BadInput naming the first missing one: nothing created,
+    nothing started; a dry run lists them as warnings). Rights on topics not created yet that the
+    brokers could not answer for are asked again right after they are created."""
     result = CreateResult(warnings=plan.warnings)
     for t in plan.topics:
         if t.to_create:
@@ -97,15 +105,31 @@ def create_topics(req: Request, plan: MirrorPlan, dry_run: bool = False) -> Crea
             result.existing.append(t.name)
             if t.config_differences:
                 result.differences[t.name] = t.config_differences
+    source = MirrorCluster(req.source.settings(), "source")
+    target = MirrorCluster(req.target.settings(), "target")
+    book = MirrorBook(target, plan.source.cluster_id, plan.target.cluster_id)
+    on_target = _check_rights(source, target, plan, book.exists(), engine, consumer_group,
+                              warn=result.warnings.append if dry_run else None)
     if dry_run or not result.created:
         return result
     specs = [(t.name, t.source.partitions, t.create_replication_factor, t.create_configs) for t in plan.to_create()]
-    target = MirrorCluster(req.target.settings(), "target")
     target.create_topics(specs)
-    MirrorBook(target, plan.source.cluster_id, plan.target.cluster_id).append(
-        "mirror-step", "topics-created", step="topics-created",
-        topics={name: {"partitions": n, "replication_factor": rf, "configs": c} for name, n, rf, c in specs})
+    require_after_create(target.admin, target.settings, [n for n in on_target if n.resource.name in result.created])
+    book.append("mirror-step", "topics-created", step="topics-created",
+                topics={name: {"partitions": n, "replication_factor": rf, "configs": c} for name, n, rf, c in specs})
     return result
+
+
+def _check_rights(source: MirrorCluster, target: MirrorCluster, plan: MirrorPlan, book_exists: bool,
+                  engine: str | None, consumer_group: str | None, warn=None) -> list[Need]:
+    """What :func:`create_topics` and the MirrorMaker after it need (see :func:`mirror_needs`); the target's needs."""
+    on_source, on_target = mirror_needs(
+        [t.name for t in plan.topics], [t.name for t in plan.to_create()], plan.groups, engine,
+        {name: name in plan.target.topics for name in INTERNAL_TOPICS}, MIRROR_TOPIC, book_exists,
+        consumer_group or (WORKER_GROUP if engine == "mirrormaker2" else None))
+    require(source.admin, source.settings, on_source, warn=warn)
+    require(target.admin, target.settings, on_target, warn=warn)
+    return on_target
 
 
 class MirrorBook:
@@ -160,7 +184,7 @@ def start(req: Request, state_dir: Path, heap_mb: int = 1024, tasks: int = 2) ->
             raise BadInput(f"MirrorMaker 2 is already running (pid {running}) from {state_dir} with another "
                            "configuration: run kmigrate mirror stop first, then start again")
         return StartResult(running, True, mm.properties_path, mm.log_path, None)
-    topics = create_topics(req, plan)
+    topics = create_topics(req, plan, engine="mirrormaker2")
     mm.write_properties(text)
     mm.write_state({"source_bootstrap": req.source.bootstrap, "target_bootstrap": req.target.bootstrap,
                     "source_command_config": req.source.command_config,
@@ -253,7 +277,7 @@ def _config_differences(src: MirrorCluster, tgt: MirrorCluster, topics: list[str
 def _heartbeat_age(tgt: MirrorCluster) -> float | None:
     import time
 
-    stamps = [heartbeat_timestamp(v) for _, v in tgt.read_topic("heartbeats", last=20)]
+    stamps = [heartbeat_timestamp(v) for _, v in tgt.read_topic(HEARTBEATS_TOPIC, last=20)]
     newest = max((s for s in stamps if s is not None), default=None)
     return None if newest is None else max(0.0, time.time() - newest / 1000)
 

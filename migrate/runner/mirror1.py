@@ -89,7 +89,7 @@ def start(req: Request, state_dir: Path, heap_mb: int = 256, instances: int = 1,
     if extra:
         raise BadInput(f"{len(extra) + instances} MirrorMaker 1 instances run from {state_dir}: run kmigrate mirror stop "
                        f"first to change --instances to {instances}")
-    topics = create_topics(req, plan)
+    topics = create_topics(req, plan, engine=ENGINE, consumer_group=group)
     consumer = render_properties(consumer_properties(req.source.bootstrap, req.source.java_properties(), group), HEADER)
     producer = render_properties(producer_properties(req.target.bootstrap, req.target.java_properties()), HEADER)
     state = MirrorMakerProcess(state_dir).read_state() or {}
