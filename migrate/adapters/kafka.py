@@ -677,8 +677,10 @@ def authorized_operations(admin: AdminClient, topics: Iterable[str] = (), groups
             except Exception as exc:
                 if _error_code_name(exc) in _AUTH_CODES:
                     out[Resource.group(gid)] = frozenset()
-                else:
+                elif "is not a consumer group" not in str(exc):
                     raise
+                # a group of another protocol (Kafka Connect's workers) is not described by librdkafka:
+                # left unchecked
     if out.get(Resource.cluster(), frozenset()) is None and any(v is not None for v in out.values()):
         # brokers (2.4+) answer KIP-430; for the cluster only to a principal that may describe it
         out[Resource.cluster()] = frozenset()
