@@ -160,6 +160,22 @@ class MirrorMakerProcess:
             time.sleep(0.2)
         return _alive(pid)
 
+    def log_size(self) -> int:
+        """The log's size in bytes (each start appends to it)."""
+        try:
+            return self.log_path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def log_text(self, since: int = 0) -> str:
+        """MirrorMaker's log from byte ``since`` on ('' before it writes one)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(since)
+                return f.read().decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""
+
     def log_tail(self, lines: int = 5, match: str = "ERROR") -> list[str]:
         try:
             text = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()

@@ -593,3 +593,33 @@ def partition_lags(ends: dict[tuple[str, int], tuple[int, int]], mirrored: dict[
         time_lag = 0 if lag.lag == 0 else (None if ts is None or now_ms is None else max(0, now_ms - ts))
         out.append(PartitionLag(t, p, start, end, mirrored.get((t, p)), control, time_lag))
     return tuple(out)
+
+
+# What MirrorMaker 2 (Kafka Connect's DistributedHerder) logs once its worker has joined and started
+# what it was given; a right refused before it (the workers' leader claiming the config topic with its
+# transactional id) is in the log by then.
+STARTED_MARKER = "Finished starting connectors and tasks"
+_REFUSED = re.compile(r"\b(\w+AuthorizationException)\b")
+
+
+def authorization_refusals(log_text: str) -> list[str]:
+    """The Java authorization exceptions MirrorMaker logged (simple names, first seen first).
+
+    >>> authorization_refusals("Caused by: org.apache.kafka.common.errors.TransactionalIdAuthorizationException: x")
+    ['TransactionalIdAuthorizationException']
+    """
+    return list(dict.fromkeys(m.group(1) for m in _REFUSED.finditer(log_text)))
+
+
+def refusal_message(refusals: list[str], log_path: str, principal: str | None, target_bootstrap: str) -> str:
+    """One line: which rights MirrorMaker 2 was refused at start, how to grant them, what to run next."""
+    who = principal or "User:<the target's principal>"
+    grant = (f"kafka-acls.sh --bootstrap-server {target_bootstrap} --command-config admin.properties --add "
+             f"--allow-principal {who} --operation Write --operation Describe --transactional-id")
+    if "TransactionalIdAuthorizationException" in refusals:
+        how = (f"its exactly-once needs WRITE and DESCRIBE on the target's transactional ids: {grant} "
+               f"{WORKER_GROUP} --resource-pattern-type prefixed, and {grant} connect-cluster-{WORKER_GROUP}")
+    else:
+        how = f"{log_path} names the resource; the README lists the ACLs mirror start needs"
+    return (f"MirrorMaker 2 was refused a right at start ({', '.join(refusals)}) and is stopped again; {how}; "
+            "then run kmigrate mirror start again")

@@ -422,7 +422,9 @@ def readme_section() -> str:
              "MirrorMaker it starts with the same client settings, except one the brokers cannot be asked "
              "about in advance: MirrorMaker 2's exactly-once needs WRITE and DESCRIBE on the target's transactional "
              "ids prefixed `source-mm2` (its tasks: `kafka-acls.sh ... --transactional-id source-mm2 "
-             "--resource-pattern-type prefixed`) and `connect-cluster-source-mm2` (its workers' leader). Tested on Kafka 3.9, where WRITE on a topic lets the idempotent writers "
+             "--resource-pattern-type prefixed`) and `connect-cluster-source-mm2` (its workers' leader). `start` "
+             "waits until MirrorMaker 2's workers have started and, when its log shows a right refused (this one "
+             "or another), stops it again and says how to grant it (exit 1). Tested on Kafka 3.9, where WRITE on a topic lets the idempotent writers "
              "(bookkeeping, canary) get their producer id; older brokers may also want IDEMPOTENT_WRITE on the "
              "cluster.", "",
              "| command | operation | resource | why |", "|---|---|---|---|"]

@@ -17,16 +17,18 @@ from migrate.adapters.bookkeeping import BookkeepingTopic
 from migrate.adapters.mirror import MirrorCluster
 from migrate.adapters.mirrormaker import MirrorMakerProcess, default_state_dir, free_port  # noqa: F401 (default_state_dir: for commands)
 from migrate.core.clientconfig import ClientSettings
-from migrate.core.mirror import (CHECKPOINTS_TOPIC, HEARTBEATS_TOPIC, INTERNAL_TOPICS, WORKER_GROUP, CONNECT_OFFSETS_TOPIC, CONNECT_STATUS_TOPIC, GroupOffset,
+from migrate.core.mirror import (CHECKPOINTS_TOPIC, HEARTBEATS_TOPIC, INTERNAL_TOPICS, STARTED_MARKER, WORKER_GROUP,
+                                 authorization_refusals, refusal_message, CONNECT_OFFSETS_TOPIC, CONNECT_STATUS_TOPIC, GroupOffset,
                                  MirrorPlan, MirrorStatus, TopicReading, compile_filter, config_differences,
                                  heartbeat_timestamp, is_internal_topic, latest_checkpoints,
                                  mirrored_positions, mm2_properties, partition_lags, plan_mirror, render_properties,
                                  same_configuration, task_states)
 from migrate.core.ledger import MIRROR_TOPIC, make_record, mirror_plan_id
-from migrate.core.permissions import Need, mirror_needs
+from migrate.core.permissions import Need, mirror_needs, principal_of
 from migrate.errors import BadInput, KmigrateError, StepFailed
 from migrate.files import client_settings, load_command_config
 from migrate.runner.permissions import require, require_after_create
+from migrate.runner.waiting import poll
 
 
 @dataclass(frozen=True)
@@ -190,14 +192,30 @@ def start(req: Request, state_dir: Path, heap_mb: int = 1024, tasks: int = 2) ->
                     "source_command_config": req.source.command_config,
                     "target_command_config": req.target.command_config,
                     "topics": {t.name: t.source.partitions for t in plan.topics}, "groups": plan.groups_filter})
+    log_from = mm.log_size()
     pid = mm.start(heap_mb)
     if not mm.alive_after(pid, 5.0):
         tail = " | ".join(mm.log_tail(3)) or "no output"
         raise StepFailed(f"MirrorMaker 2 exited at start (see {mm.log_path}): {tail}")
+    _refuse_if_refused(mm, req.target.settings(), log_from)
     MirrorBook(MirrorCluster(req.target.settings(), "target"), plan.source.cluster_id, plan.target.cluster_id).append(
         "mirror-step", "mirrormaker-started", step="mirrormaker-started", pid=pid, host=socket.gethostname(),
         state_dir=str(state_dir), topics=sorted(t.name for t in plan.topics))
     return StartResult(pid, False, mm.properties_path, mm.log_path, topics)
+
+
+def _refuse_if_refused(mm: MirrorMakerProcess, target: ClientSettings, log_from: int, timeout_s: float = 30.0) -> None:
+    """Wait (at most ``timeout_s``) until MirrorMaker 2's worker has started what it was given; if it
+    logged a refused right by then (one kmigrate could not ask the brokers about first: the transactional
+    ids of its exactly-once), stop it and say which right and how to grant it (StepFailed). Only what
+    this start logged counts (``log_from``: the log's size before it)."""
+    poll(lambda: STARTED_MARKER in mm.log_text(log_from) or authorization_refusals(mm.log_text(log_from)),
+         timeout_s=timeout_s, interval_s=0.5)
+    refusals = authorization_refusals(mm.log_text(log_from))
+    if refusals:
+        mm.stop()
+        raise StepFailed(refusal_message(refusals, str(mm.log_path), principal_of(target.settings),
+                                         target.bootstrap_servers))
 
 
 def stop(state_dir: Path, timeout_s: float = 30.0):

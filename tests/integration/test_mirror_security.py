@@ -108,6 +108,17 @@ def test_start_names_a_right_mirrormaker_would_lack_and_changes_nothing(clusters
     assert "MirrorMaker 2 write the copies" in lines[0] and "kafka-acls.sh" in lines[0] and "--topic refunds" in lines[0]
     assert "refunds" not in admin.list_topics(timeout=15).topics, "the topic was created before the refusal"
     assert not (state / "mm2.properties").exists() and not any(str(state) in line for line in _ps())
+    # the WRITE granted again, the rights kmigrate can ask about are all there; the transactional ids of
+    # MirrorMaker 2's exactly-once cannot be asked about first: start sees them refused in MirrorMaker's
+    # log, stops it and says how to grant them
+    r = runs.kmigrate("mirror", "start", *_flags(source, target)[:6],
+                      "--target-command-config", str(target.security.properties_file("kmigrate")),
+                      "--topics", "refunds", "--state-dir", str(state), "--heap-mb", "256")
+    assert r.returncode == 1, (r.stdout[-2000:], r.stderr[-2000:])
+    assert "TransactionalIdAuthorizationException" in r.stderr and "stopped again" in r.stderr, r.stderr
+    assert "--transactional-id source-mm2 --resource-pattern-type prefixed" in r.stderr, r.stderr
+    assert "--transactional-id connect-cluster-source-mm2" in r.stderr, r.stderr
+    assert not any("MirrorMaker" in line and str(state) in line for line in _ps()), "MirrorMaker left running"
 
 
 @pytest.fixture(scope="module")

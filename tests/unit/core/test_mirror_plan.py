@@ -207,3 +207,19 @@ def test_config_differences_cover_non_default_values_on_either_side_but_not_thro
 def test_heartbeat_records_give_their_timestamp():
     assert heartbeat_timestamp(struct.pack(">hq", 0, 1_700_000_000_123)) == 1_700_000_000_123
     assert heartbeat_timestamp(None) is None and heartbeat_timestamp(b"\x00") is None
+
+
+def test_refusals_in_mirrormakers_log_become_one_line_with_the_grant():
+    from migrate.core.mirror import authorization_refusals, refusal_message
+
+    log = ("[t] ERROR Unable to claim write privileges for config topic\n"
+           "Caused by: org.apache.kafka.common.errors.TransactionalIdAuthorizationException: Transactional Id ...\n"
+           "Caused by: org.apache.kafka.common.errors.TransactionalIdAuthorizationException: again\n"
+           "Caused by: org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized\n")
+    assert authorization_refusals(log) == ["TransactionalIdAuthorizationException", "TopicAuthorizationException"]
+    assert authorization_refusals("[t] INFO Finished starting connectors and tasks\n") == []
+    line = refusal_message(authorization_refusals(log), "/s/mm2.log", "User:k", "b:9092")
+    assert "\n" not in line and "User:k" in line and "--transactional-id source-mm2 --resource-pattern-type prefixed" in line
+    assert "--transactional-id connect-cluster-source-mm2" in line and line.endswith("kmigrate mirror start again")
+    other = refusal_message(["TopicAuthorizationException"], "/s/mm2.log", None, "b:9092")
+    assert "/s/mm2.log names the resource" in other and "transactional" not in other
