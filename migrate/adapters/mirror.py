@@ -7,6 +7,8 @@ Every call has a timeout; an unreachable cluster is a ``BadInput`` naming it.
 
 from __future__ import annotations
 
+import logging
+
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 
@@ -144,7 +146,8 @@ class MirrorCluster:
     def _consumer(self) -> Consumer:
         return Consumer(self.settings.confluent(**{
             "group.id": "kmigrate-mirror-reader", "enable.auto.commit": False, "isolation.level": "read_committed",
-            "enable.partition.eof": True, "auto.offset.reset": "earliest"}))
+            "enable.partition.eof": True, "auto.offset.reset": "earliest",
+            "logger": logging.getLogger("kmigrate.librdkafka")}))  # not librdkafka's own stderr lines
 
     def read_topic(self, topic: str, last: int | None = None) -> list[tuple[bytes | None, bytes | None]]:
         """Every committed record (key, value) of ``topic`` from its start (``last``: only from that

@@ -5,6 +5,7 @@ with their content digests, newest timestamps, a group's members, and setting a 
 
 from __future__ import annotations
 
+import logging
 import time
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -17,7 +18,8 @@ from migrate.errors import BadInput, StepFailed
 def _consumer(side: MirrorCluster) -> Consumer:
     return Consumer(side.settings.confluent(**{
         "group.id": "kmigrate-translation-reader", "enable.auto.commit": False, "isolation.level": "read_committed",
-        "enable.partition.eof": True, "auto.offset.reset": "earliest"}))
+        "enable.partition.eof": True, "auto.offset.reset": "earliest",
+        "logger": logging.getLogger("kmigrate.librdkafka")}))  # not librdkafka's own stderr lines
 
 
 def read_records(side: MirrorCluster, topic: str, partition: int, start: int, end: int, limit: int) -> list[Record]:
