@@ -8,13 +8,15 @@ Every call has a timeout; an unreachable cluster is a ``BadInput`` naming it.
 from __future__ import annotations
 
 import logging
+from typing import Callable
 
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 
-from migrate.adapters.kafka import NewTopicSpec, admin_client, create_topics_and_wait
+from migrate.adapters.kafka import _AUTH_CODES, NewTopicSpec, _error_code_name, admin_client, create_topics_and_wait
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.mirror import AclReading, ClusterReading, TopicReading
+from migrate.core.permissions import Need, Resource, missing_line, principal_of
 from migrate.errors import BadInput, StepFailed
 
 
@@ -35,7 +37,10 @@ class MirrorCluster:
         return BadInput(f"cannot read {what} of the {self.role} cluster at {self.settings.bootstrap_servers} ({exc}): "
                         f"check --{self.role}-bootstrap, --{self.role}-command-config and the client's permissions")
 
-    def read(self, with_groups: bool = True, with_acls: bool = True) -> ClusterReading:
+    def read(self, with_groups: bool = True, with_acls: bool = True,
+             configs_of: Callable[[str], bool] | None = None) -> ClusterReading:
+        """The cluster as a mirror plan needs it; ``configs_of``: the topics whose configs are read (the
+        others get none: a least-privileged principal need not describe the configs of topics not mirrored)."""
         try:
             desc = self.admin.describe_cluster(request_timeout=self.timeout_s).result(timeout=self.timeout_s)
             md = self.admin.list_topics(timeout=self.timeout_s)
@@ -43,7 +48,7 @@ class MirrorCluster:
             raise self._fail("the metadata", exc) from None
         topics: dict[str, TopicReading] = {}
         names = sorted(n for n, t in md.topics.items() if t.error is None and t.partitions)
-        configs = self.topic_configs(names)
+        configs = self.topic_configs([n for n in names if configs_of is None or configs_of(n)])
         for name in names:
             parts = md.topics[name].partitions
             rf = max(len(p.replicas) for p in parts.values())
@@ -57,10 +62,18 @@ class MirrorCluster:
         out: dict[str, tuple[dict[str, str], frozenset[str]]] = {}
         for i in range(0, len(names), 50):
             resources = [ConfigResource(ConfigResource.Type.TOPIC, n) for n in names[i:i + 50]]
+            got: dict = {}
+            name = None
             try:
                 futures = self.admin.describe_configs(resources, request_timeout=self.timeout_s)
-                got = {r.name: f.result(timeout=self.timeout_s) for r, f in futures.items()}
+                for r, f in futures.items():
+                    name = r.name
+                    got[name] = f.result(timeout=self.timeout_s)
             except Exception as exc:
+                if name is not None and _error_code_name(exc) in _AUTH_CODES:  # named as every refused right is
+                    need = Need(Resource.topic(name), "DESCRIBE_CONFIGS", f"read its configs on the {self.role} cluster")
+                    raise BadInput(missing_line(need, principal_of(self.settings.settings),
+                                                self.settings.bootstrap_servers)) from None
                 raise self._fail("topic configs", exc) from None
             for name, entries in got.items():
                 values = {k: e.value for k, e in entries.items() if e.value is not None and not e.is_sensitive}

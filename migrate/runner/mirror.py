@@ -67,11 +67,11 @@ class Request:
 
 def read_plan(req: Request) -> MirrorPlan:
     """Read both clusters and plan (refusals are :class:`BadInput`; nothing is changed)."""
-    compile_filter(req.topics, "--topics")
+    wanted = compile_filter(req.topics, "--topics").fullmatch
     compile_filter(req.groups, "--groups")
     src_settings, tgt_settings = req.source.settings(), req.target.settings()
-    source = MirrorCluster(src_settings, "source").read()
-    target = MirrorCluster(tgt_settings, "target").read(with_groups=False, with_acls=False)
+    source = MirrorCluster(src_settings, "source").read(configs_of=wanted)
+    target = MirrorCluster(tgt_settings, "target").read(with_groups=False, with_acls=False, configs_of=wanted)
     return plan_mirror(source, target, req.topics, req.groups)
 
 

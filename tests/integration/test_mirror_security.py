@@ -104,6 +104,12 @@ def test_start_names_a_right_mirrormaker_would_lack_and_changes_nothing(clusters
                                             "*", AclOperation.WRITE, AclPermissionType.DENY)])
     assert r.returncode == 2, (r.stdout[-2000:], r.stderr[-2000:])
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    # the sandbox's client user may read topics but not describe their configs: the plan names that right
+    plan = runs.kmigrate("mirror", "plan", "--source-bootstrap", source.bootstrap_servers(),
+                         "--source-command-config", str(source.security.properties_file("client")),
+                         *_flags(source, target)[4:], "--topics", "refunds")
+    assert plan.returncode == 2 and "User:client lacks DESCRIBE_CONFIGS on topic refunds" in plan.stderr, plan.stderr
+    assert "--operation DescribeConfigs --topic refunds" in plan.stderr and len(plan.stderr.strip().splitlines()) == 1
     assert len(lines) == 1 and "User:kmigrate lacks WRITE on topic refunds" in lines[0], r.stderr
     assert "MirrorMaker 2 write the copies" in lines[0] and "kafka-acls.sh" in lines[0] and "--topic refunds" in lines[0]
     assert "refunds" not in admin.list_topics(timeout=15).topics, "the topic was created before the refusal"
