@@ -2,5 +2,7 @@
 
 import logging as _logging
 
-# librdkafka's own log lines go to this logger; silent unless a caller configures it.
-_logging.getLogger("kmigrate.librdkafka").addHandler(_logging.NullHandler())
+# librdkafka's own log lines go to this logger (every confluent-kafka client's ``logger``); silent unless
+# a caller configures it, so that librdkafka never prints its own lines on stderr.
+LIBRDKAFKA_LOG = _logging.getLogger("kmigrate.librdkafka")
+LIBRDKAFKA_LOG.addHandler(_logging.NullHandler())

@@ -10,13 +10,13 @@ import logging
 import time
 from typing import Iterable
 
+from migrate.adapters import LIBRDKAFKA_LOG
 from migrate.adapters.kafka import TRUSTED_PRODUCER, NewTopicSpec, create_topics_and_wait, every_partition_led
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.ledger import Ledger, Record, decode, encode
 from migrate.errors import BadInput, StepFailed
 
 log = logging.getLogger("kmigrate.bookkeeping")
-_LIBRDKAFKA_LOG = logging.getLogger("kmigrate.librdkafka")
 
 
 class BookkeepingTopic:
@@ -77,7 +77,7 @@ class BookkeepingTopic:
             "enable.auto.commit": False,
             "enable.partition.eof": False,
             "auto.offset.reset": "earliest",
-            "logger": _LIBRDKAFKA_LOG,
+            "logger": LIBRDKAFKA_LOG,
         }))
         try:
             bounds = self._bounds(consumer)
@@ -177,7 +177,7 @@ class BookkeepingTopic:
                 "enable.auto.commit": False,
                 "enable.partition.eof": False,
                 "auto.offset.reset": "earliest",
-                "logger": _LIBRDKAFKA_LOG,
+                "logger": LIBRDKAFKA_LOG,
             }))
             starts = self._first_ends or {}
             self._tail.assign([TopicPartition(self.topic, p, starts.get(p, OFFSET_BEGINNING)) for p in sorted(starts) or [0]])
@@ -228,7 +228,7 @@ class BookkeepingTopic:
             "linger.ms": 0,
             # a new broker may die: acks=all then waits until the ISR drops it (replica.lag.time.max.ms)
             "message.timeout.ms": int(max(self.timeout_s, 120.0) * 1000),
-            "logger": _LIBRDKAFKA_LOG,
+            "logger": LIBRDKAFKA_LOG,
         })
 
     def _ensure_producer(self):

@@ -7,18 +7,17 @@ again about is a :class:`ClientError` carrying the client's message.
 
 from __future__ import annotations
 
-import logging
 from typing import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from migrate.adapters import LIBRDKAFKA_LOG
 from migrate.adapters.kafka import TRUSTED_PRODUCER, NewTopicSpec, create_topics_and_wait, wait_for_leaders
 from migrate.core.canary import leader_spread_assignment
 from migrate.core.clientconfig import ClientSettings
 from migrate.errors import BadInput, StepFailed
 
-_RDKAFKA_LOG = logging.getLogger("kmigrate.librdkafka")
 _PARTITION_EOF = -191
 
 
@@ -30,7 +29,7 @@ def ensure_topic(settings: ClientSettings, topic: str, replication_factor: int, 
                  timeout_s: float = 60) -> int:
     """Create the canary topic (one partition led by each live broker) unless it exists; wait until every
     partition has a leader and return the partition count."""
-    admin = AdminClient(settings.confluent(logger=_RDKAFKA_LOG))
+    admin = AdminClient(settings.confluent(logger=LIBRDKAFKA_LOG))
     try:
         md = admin.list_topics(timeout=15)
     except KafkaException as exc:
@@ -56,7 +55,7 @@ class CanaryConsumer:
     def __init__(self, settings: ClientSettings, group_id: str):
         self._consumer = Consumer(settings.confluent(**{
             "group.id": group_id, "enable.auto.commit": False, "auto.offset.reset": "earliest",
-            "logger": _RDKAFKA_LOG,
+            "logger": LIBRDKAFKA_LOG,
         }))
         self._positions: dict[tuple[str, int], int] = {}
 
@@ -120,7 +119,7 @@ class CanaryProducer:
     def __init__(self, settings: ClientSettings, on_fatal: Callable[[str], None]):
         self._producer = Producer(settings.confluent(**{
             **TRUSTED_PRODUCER, "linger.ms": 5, "message.timeout.ms": 300000,
-            "logger": _RDKAFKA_LOG,
+            "logger": LIBRDKAFKA_LOG,
             "error_cb": lambda err: on_fatal(f"client: {err.str()}") if err.fatal() else None,
         }))
 

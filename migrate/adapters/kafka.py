@@ -15,11 +15,11 @@ from typing import Iterator
 
 from confluent_kafka.admin import AdminClient, ConfigResource
 
+from migrate.adapters import LIBRDKAFKA_LOG
 from migrate.core.clientconfig import ClientSettings
 from migrate.errors import BadInput
 
 log = logging.getLogger("kmigrate.kafka")
-_LIBRDKAFKA_LOG = logging.getLogger("kmigrate.librdkafka")
 
 
 # Settings for a producer whose acknowledgements are trusted (the bookkeeping writer, the canary):
@@ -85,7 +85,7 @@ def kafka_python_config(settings: ClientSettings, **extra: object) -> dict[str, 
 def admin_client(settings: ClientSettings, timeout_s: float = 10.0) -> AdminClient:
     """A confluent-kafka AdminClient that has answered a metadata request (BadInput when unreachable)."""
     watch = _AuthenticationWatch(settings.bootstrap_servers)
-    admin = AdminClient(settings.confluent(logger=_LIBRDKAFKA_LOG, error_cb=watch))
+    admin = AdminClient(settings.confluent(logger=LIBRDKAFKA_LOG, error_cb=watch))
     deadline = time.monotonic() + timeout_s
     while True:  # a second at a time: librdkafka retries a refused login forever; the error callback tells
         left = deadline - time.monotonic()
@@ -273,7 +273,7 @@ class ReassignmentAdmin:
             # The next try gets a new client. A metadata request was seen timing out (15 s) when
             # the broker it went to was killed under it; a fresh client cannot be waiting on that
             # connection. A precaution: that the old client would have stayed stuck is not shown.
-            self.admin = AdminClient(self.settings.confluent(logger=_LIBRDKAFKA_LOG))
+            self.admin = AdminClient(self.settings.confluent(logger=LIBRDKAFKA_LOG))
             raise
 
     def live_brokers(self) -> dict[int, str]:
@@ -634,6 +634,11 @@ def _error_code_name(exc: BaseException) -> str:
     return name() if callable(name) else str(exc)
 
 
+def refused_by_authorizer(exc: BaseException) -> bool:
+    """True when ``exc`` is the brokers refusing a right (topic, cluster or group authorization failed)."""
+    return _error_code_name(exc) in _AUTH_CODES
+
+
 def authorized_operations(admin: AdminClient, topics: Iterable[str] = (), groups: Iterable[str] = (),
                           timeout_s: float = 15.0) -> dict:
     """Resource -> the operation names the broker says the principal may perform (KIP-430), for the
@@ -650,7 +655,7 @@ def authorized_operations(admin: AdminClient, topics: Iterable[str] = (), groups
         desc = admin.describe_cluster(include_authorized_operations=True, request_timeout=timeout_s).result(timeout=timeout_s)
         out[Resource.cluster()] = _ops(desc.authorized_operations)
     except Exception as exc:
-        if _error_code_name(exc) in _AUTH_CODES:
+        if refused_by_authorizer(exc):
             out[Resource.cluster()] = frozenset()
         else:
             raise
@@ -675,7 +680,7 @@ def authorized_operations(admin: AdminClient, topics: Iterable[str] = (), groups
             try:
                 out[Resource.group(gid)] = _ops(fut.result(timeout=timeout_s).authorized_operations)
             except Exception as exc:
-                if _error_code_name(exc) in _AUTH_CODES:
+                if refused_by_authorizer(exc):
                     out[Resource.group(gid)] = frozenset()
                 elif "is not a consumer group" not in str(exc):
                     raise
@@ -715,7 +720,7 @@ def may_create_topic(admin: AdminClient, topic: str, timeout_s: float = 15.0) ->
     try:
         futures[topic].result(timeout=timeout_s)
     except Exception as exc:
-        return False if _error_code_name(exc) in _AUTH_CODES else None
+        return False if refused_by_authorizer(exc) else None
     return True
 
 

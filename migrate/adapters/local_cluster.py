@@ -13,10 +13,10 @@ from typing import Iterable
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer
 from confluent_kafka.admin import AdminClient
 
+from migrate.adapters import LIBRDKAFKA_LOG
 from migrate.adapters.kafka import every_partition_led
 
 _QUIET = logging.getLogger("kmigrate.sandbox.librdkafka")  # librdkafka's connection noise while nodes start
-_RDKAFKA_LOG = logging.getLogger("kmigrate.librdkafka")
 _GROUP = "kmigrate-sandbox"
 
 
@@ -72,7 +72,7 @@ def produce_records(bootstrap: str, records: Iterable[tuple[str, bytes, bytes]],
     """Write ``(topic, key, value)`` records (idempotent, acks=all); return how many are still unacknowledged
     ``timeout_s`` after the last one was queued."""
     producer = Producer({**(settings or {}), "bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "enable.idempotence": True,
-                         "logger": _RDKAFKA_LOG})
+                         "logger": LIBRDKAFKA_LOG})
     for i, (topic, key, value) in enumerate(records):
         producer.produce(topic, key=key, value=value)
         if i % 2000 == 0:

@@ -7,13 +7,13 @@ Every call has a timeout; an unreachable cluster is a ``BadInput`` naming it.
 
 from __future__ import annotations
 
-import logging
 from typing import Callable
 
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 
-from migrate.adapters.kafka import _AUTH_CODES, NewTopicSpec, _error_code_name, admin_client, create_topics_and_wait
+from migrate.adapters import LIBRDKAFKA_LOG
+from migrate.adapters.kafka import NewTopicSpec, admin_client, create_topics_and_wait, refused_by_authorizer
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.mirror import AclReading, ClusterReading, TopicReading
 from migrate.core.permissions import Need, Resource, missing_line, principal_of
@@ -70,7 +70,7 @@ class MirrorCluster:
                     name = r.name
                     got[name] = f.result(timeout=self.timeout_s)
             except Exception as exc:
-                if name is not None and _error_code_name(exc) in _AUTH_CODES:  # named as every refused right is
+                if name is not None and refused_by_authorizer(exc):  # named as every refused right is
                     need = Need(Resource.topic(name), "DESCRIBE_CONFIGS", f"read its configs on the {self.role} cluster")
                     raise BadInput(missing_line(need, principal_of(self.settings.settings),
                                                 self.settings.bootstrap_servers)) from None
@@ -159,8 +159,7 @@ class MirrorCluster:
     def _consumer(self) -> Consumer:
         return Consumer(self.settings.confluent(**{
             "group.id": "kmigrate-mirror-reader", "enable.auto.commit": False, "isolation.level": "read_committed",
-            "enable.partition.eof": True, "auto.offset.reset": "earliest",
-            "logger": logging.getLogger("kmigrate.librdkafka")}))  # not librdkafka's own stderr lines
+            "enable.partition.eof": True, "auto.offset.reset": "earliest", "logger": LIBRDKAFKA_LOG}))
 
     def read_topic(self, topic: str, last: int | None = None) -> list[tuple[bytes | None, bytes | None]]:
         """Every committed record (key, value) of ``topic`` from its start (``last``: only from that

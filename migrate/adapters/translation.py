@@ -5,11 +5,11 @@ with their content digests, newest timestamps, a group's members, and setting a 
 
 from __future__ import annotations
 
-import logging
 import time
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from migrate.adapters import LIBRDKAFKA_LOG
 from migrate.adapters.mirror import MirrorCluster
 from migrate.core.offset_translation import Record, record_digest
 from migrate.errors import BadInput, StepFailed
@@ -18,8 +18,7 @@ from migrate.errors import BadInput, StepFailed
 def _consumer(side: MirrorCluster) -> Consumer:
     return Consumer(side.settings.confluent(**{
         "group.id": "kmigrate-translation-reader", "enable.auto.commit": False, "isolation.level": "read_committed",
-        "enable.partition.eof": True, "auto.offset.reset": "earliest",
-        "logger": logging.getLogger("kmigrate.librdkafka")}))  # not librdkafka's own stderr lines
+        "enable.partition.eof": True, "auto.offset.reset": "earliest", "logger": LIBRDKAFKA_LOG}))
 
 
 def read_records(side: MirrorCluster, topic: str, partition: int, start: int, end: int, limit: int) -> list[Record]:
