@@ -58,7 +58,7 @@ def compile_filter(text: str | None, option: str) -> re.Pattern[str]:
 def is_internal_topic(name: str) -> bool:
     """Topics MirrorMaker 2 treats as internal and never replicates (and Kafka's own)."""
     return (name.startswith("__") or name.startswith(".") or name.endswith(".internal") or name.endswith("-internal")
-            or name == "heartbeats" or name.endswith(".heartbeats") or name.startswith("mm2-"))
+            or name == HEARTBEATS_TOPIC or name.endswith(f".{HEARTBEATS_TOPIC}") or name.startswith("mm2-"))
 
 
 @dataclass(frozen=True)
@@ -613,12 +613,17 @@ def authorization_refusals(log_text: str) -> list[str]:
 
 def refusal_message(refusals: list[str], log_path: str, principal: str | None, target_bootstrap: str) -> str:
     """One line: which rights MirrorMaker 2 was refused at start, how to grant them, what to run next."""
+    from migrate.core.permissions import Need, Resource, grant_command
+
     who = principal or "User:<the target's principal>"
-    grant = (f"kafka-acls.sh --bootstrap-server {target_bootstrap} --command-config admin.properties --add "
-             f"--allow-principal {who} --operation Write --operation Describe --transactional-id")
+
+    def grant(transactional_id: str, prefixed: bool = False) -> str:
+        need = Need(Resource.transactional_id(transactional_id), "WRITE", "write MirrorMaker 2's transactions")
+        return grant_command(need, who, target_bootstrap, also=("DESCRIBE",), prefixed=prefixed)
+
     if "TransactionalIdAuthorizationException" in refusals:
-        how = (f"its exactly-once needs WRITE and DESCRIBE on the target's transactional ids: {grant} "
-               f"{WORKER_GROUP} --resource-pattern-type prefixed, and {grant} connect-cluster-{WORKER_GROUP}")
+        how = (f"its exactly-once needs WRITE and DESCRIBE on the target's transactional ids: "
+               f"{grant(WORKER_GROUP, prefixed=True)}, and {grant(f'connect-cluster-{WORKER_GROUP}')}")
     else:
         how = f"{log_path} names the resource; the README lists the ACLs mirror start needs"
     return (f"MirrorMaker 2 was refused a right at start ({', '.join(refusals)}) and is stopped again; {how}; "

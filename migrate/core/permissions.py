@@ -63,6 +63,10 @@ class Resource:
     def group(name: str) -> "Resource":
         return Resource("group", name)
 
+    @staticmethod
+    def transactional_id(name: str) -> "Resource":
+        return Resource("transactional-id", name)
+
     def describe(self) -> str:
         return "the cluster" if self.kind == "cluster" else f"{self.kind} {self.name}"
 
@@ -182,16 +186,19 @@ def principal_of(settings: Mapping[str, str]) -> str | None:
     return None
 
 
-def grant_command(need: Need, principal: str | None, bootstrap_servers: str) -> str:
-    """The ``kafka-acls.sh`` command that grants ``need`` (run with an administrator's client settings).
+def grant_command(need: Need, principal: str | None, bootstrap_servers: str, also: Iterable[str] = (),
+                  prefixed: bool = False) -> str:
+    """The ``kafka-acls.sh`` command that grants ``need`` (run with an administrator's client settings),
+    and the operations ``also`` on the same resource; ``prefixed``: every resource whose name starts so.
 
     >>> grant_command(Need(Resource.cluster(), "ALTER", "x"), "User:kmigrate", "b:9092")
     'kafka-acls.sh --bootstrap-server b:9092 --command-config admin.properties --add --allow-principal User:kmigrate --operation Alter --cluster'
     """
     who = principal or "User:<kmigrate's principal>"
+    operations = " ".join(f"--operation {_ACLS_SH.get(op, op)}" for op in (need.operation, *also))
+    pattern = " --resource-pattern-type prefixed" if prefixed else ""
     return (f"kafka-acls.sh --bootstrap-server {bootstrap_servers} --command-config admin.properties --add "
-            f"--allow-principal {who} --operation {_ACLS_SH.get(need.operation, need.operation)} "
-            f"{need.resource.acls_option()}")
+            f"--allow-principal {who} {operations} {need.resource.acls_option()}{pattern}")
 
 
 def missing_line(need: Need, principal: str | None, bootstrap_servers: str, more: int = 0) -> str:
@@ -396,17 +403,19 @@ def readme_section() -> str:
         ("kmigrate canary", canary_needs("<canary topic>", False)),
         ("kmigrate verify snapshot / compare / clusters", verify_needs(["<each topic verified>"])),
     ]
+    from migrate.core.ledger import MIRROR_TOPIC
     from migrate.core.mirror import INTERNAL_TOPICS, WORKER_GROUP
+    from migrate.core.mirrormaker1 import DEFAULT_GROUP
 
     mirrored, group = "<each topic mirrored>", "<each group mirrored>"
     for command, engine, worker in (("kmigrate mirror create-topics", None, None),
                                     ("kmigrate mirror start", "mirrormaker2", WORKER_GROUP),
-                                    ("kmigrate mirror start --engine mirrormaker1", "mirrormaker1", "kmigrate-mirrormaker1")):
+                                    ("kmigrate mirror start --engine mirrormaker1", "mirrormaker1", DEFAULT_GROUP)):
         on_source, on_target = mirror_needs([mirrored], [mirrored], [group], engine,
-                                            dict.fromkeys(INTERNAL_TOPICS, False), "__kmigrate_mirror", False, worker)
+                                            dict.fromkeys(INTERNAL_TOPICS, False), MIRROR_TOPIC, False, worker)
         rows += [(f"{command} (source)", on_source), (f"{command} (target)", on_target)]
     cut_source, cut_target = cutover_needs([group], [mirrored], ("<MirrorMaker's internal topics>",),
-                                           "__kmigrate_mirror", True)
+                                           MIRROR_TOPIC, True)
     rows += [("kmigrate mirror cutover (source)", cut_source), ("kmigrate mirror cutover (target)", cut_target)]
     lines = ["## ACLs each command needs", "",
              "Before it changes anything, each command asks the brokers which operations its principal may "
