@@ -42,7 +42,7 @@ _COMMANDS: tuple[tuple[str, str, Callable], ...] = (
     ("health", "health", lambda m: app.command("health")(m.health)),
     ("zookeeper", "zookeeper", lambda m: app.add_typer(m.app, name="zookeeper")),
     ("verify", "verify", lambda m: app.add_typer(m.app, name="verify")),
-    ("mirror", "mirror", lambda m: app.add_typer(m.app, name="mirror")),
+    ("mirror", "mirror.app", lambda m: app.add_typer(m.app, name="mirror")),
 )
 _added: set[str] = set()
 

@@ -1,7 +1,7 @@
 """``kmigrate partitions``: move every topic to the new brokers; ``kmigrate status``: where the migration stands.
 
 Options follow Kafka's tools (``--bootstrap-server``, ``--command-config``, ``--topic``-like
-regexes, ``--throttle``). The work is done by :mod:`migrate.runner.partitions`; this module
+regexes, ``--throttle``). The work is done by :mod:`migrate.runner.partitions.run`; this module
 builds the request, renders events (rich progress for people, one JSON event per line with
 ``--output json``) and lets typed errors reach ``cli.py``.
 """
@@ -23,8 +23,8 @@ from migrate.commands.common import OUTPUT_OPTION, ZK_CLIENT_CONFIG_OPTION, ZK_J
 from migrate.commands.plan import ZK_AUTH_FILE_OPTION, ZK_AUTH_OPTION
 from migrate.commands.settings import DEFAULT_THROTTLE, Inputs, resolve
 from migrate.core.ledger import DEFAULT_TOPIC
-from migrate.core.mapping import compile_topic_filter
-from migrate.core.scheduler import DEFAULT_MAX_MOVES_PER_BROKER
+from migrate.core.partitions.mapping import compile_topic_filter
+from migrate.core.partitions.scheduler import DEFAULT_MAX_MOVES_PER_BROKER
 from migrate.core.units import parse_duration
 from migrate.errors import BadInput
 from migrate.runner import events as ev
@@ -40,7 +40,7 @@ def zookeeper_of(inputs: Inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file,
                  zk_client_config_file=None) -> tuple[str | None, tuple]:
     """The ZooKeeper connect (``--zookeeper``, else the playbook's with its joiners) and login kmigrate
     reads broker rates with where Kafka before 2.8 hides them."""
-    from migrate.core.zookeeper import parse_auth
+    from migrate.core.zookeeper.ensemble import parse_auth
     from migrate.files import zk_auth as read_zk_auth, zk_client_config, zk_jaas
 
     pb = inputs.playbook
@@ -53,8 +53,8 @@ def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, 
                   on_stall, stall_timeout, poll_interval, max_moves_per_broker, max_moves_cluster, dry_run, force,
                   bookkeeping_topic, command="kmigrate partitions", zookeeper=None, zk_auth=None, zk_auth_file=None,
                   zk_jaas_file=None, zk_client_config_file=None, ignore_hidden_broker_rates=False):
-    """Options (and playbook / plan) -> :class:`~migrate.runner.partitions.PartitionsRequest`. BadInput on any problem."""
-    from migrate.runner.partitions import PartitionsRequest
+    """Options (and playbook / plan) -> :class:`~migrate.runner.partitions.run.PartitionsRequest`. BadInput on any problem."""
+    from migrate.runner.partitions.run import PartitionsRequest
 
     if on_stall not in ("report", "cancel"):
         raise BadInput(f"--on-stall {on_stall!r}: choose report or cancel")
@@ -290,7 +290,7 @@ def partitions(
     3 stopped by kmigrate partitions --cancel, 130 SIGINT, 143 SIGTERM (moves in flight keep their throttles)."""
     render = _json_line if output == OutputFormat.json else TextRenderer(verbose)
     if cancel:
-        from migrate.runner.cancel import cancel_partitions
+        from migrate.runner.partitions.cancel import cancel_partitions
 
         include_re, exclude_re = compile_topic_filter(topics, exclude)
         inputs = Inputs.load(playbook, plan)
@@ -304,7 +304,7 @@ def partitions(
             if isinstance(render, TextRenderer):
                 render.close()
         return
-    from migrate.runner.partitions import run_partitions
+    from migrate.runner.partitions.run import run_partitions
 
     request = build_request(
         bootstrap_server=bootstrap_server, command_config=command_config, mapping=mapping, playbook=playbook, plan=plan,
@@ -331,7 +331,7 @@ def status(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Where the migration stands, read from the cluster: topics recorded, moves in flight, throttles, replicas left on old brokers."""
-    from migrate.runner.status import migration_status
+    from migrate.runner.partitions.status import migration_status
 
     inputs = Inputs.load(playbook, plan)
     client = inputs.client(bootstrap_server, command_config)

@@ -13,9 +13,9 @@ from migrate.files import client_settings, load_playbook
 from migrate.files import zk_auth as zk_auth_from, zk_client_config, zk_jaas
 from migrate.commands.common import ZK_CLIENT_CONFIG_OPTION, ZK_JAAS_FILE_OPTION, OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.errors import EXIT_FAILURE, BadInput
-from migrate.core.audit import versions_summary
+from migrate.core.plan.audit import versions_summary
 from migrate.core.model import ClusterSnapshot, snapshot_from_json, snapshot_to_dict, snapshot_to_json
-from migrate.core.plan import Plan, plan_to_dict, plan_to_json
+from migrate.core.plan.document import Plan, plan_to_dict, plan_to_json
 from migrate.core.playbook import Playbook
 from migrate.core.units import format_bytes, format_rate
 
@@ -46,7 +46,7 @@ def resolve_connection(playbook: Playbook | None, bootstrap: str | None, zookeep
 
 
 def _auth(text: str | None, sasl=None, tls=None) -> list | None:
-    from migrate.core.zookeeper import parse_auth
+    from migrate.core.zookeeper.ensemble import parse_auth
 
     return parse_auth(text, sasl, tls) or None
 
@@ -143,8 +143,8 @@ def plan(
     Exit 0: no blocking finding; 1: the audit found errors that stop the migration (the plan is still written);
     2: bad input (nothing written).
     """
-    from migrate.core.planner import RESOLVED_LATER_IN_RUNBOOK, build_plan, plan_from_reassignment_json
-    from migrate.core.plan import reassignment_json as to_reassignment_json
+    from migrate.core.plan.planner import RESOLVED_LATER_IN_RUNBOOK, build_plan, plan_from_reassignment_json
+    from migrate.core.plan.document import reassignment_json as to_reassignment_json
 
     if playbook is None and from_reassignment_json is None:
         raise BadInput("kmigrate plan needs --playbook FILE (copy one from playbooks/), or --from-reassignment-json FILE")

@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Optional
 
 from migrate.core.ledger import DEFAULT_TOPIC
-from migrate.core.mapping import mapping_plan_id, parse_mapping
-from migrate.core.scheduler import DEFAULT_MAX_MOVES_PER_BROKER, Caps
+from migrate.core.partitions.mapping import mapping_plan_id, parse_mapping
+from migrate.core.partitions.scheduler import DEFAULT_MAX_MOVES_PER_BROKER, Caps
 from migrate.core.units import parse_rate
 from migrate.errors import BadInput
 
 if TYPE_CHECKING:
     from migrate.core.clientconfig import ClientSettings
-    from migrate.core.plan import Plan
+    from migrate.core.plan.document import Plan
     from migrate.core.playbook import Playbook
 
 DEFAULT_THROTTLE = "50MB/s"

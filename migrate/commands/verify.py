@@ -30,7 +30,7 @@ import typer
 from rich.table import Table
 
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console
-from migrate.core.compare import Report, compare_same
+from migrate.core.verify.compare import Report, compare_same
 from migrate.errors import EXIT_FAILURE, BadInput
 from migrate.files import check_writable, read_snapshot, write_snapshot
 from migrate.runner.verify import (Scope, SparkSettings, compare_with_cluster, kafka_side,

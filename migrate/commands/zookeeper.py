@@ -22,7 +22,7 @@ from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_j
 from migrate.errors import BadInput
 from migrate.files import zk_auth as read_zk_auth, zk_client_config, zk_jaas
 from migrate.commands.common import ZK_CLIENT_CONFIG_OPTION, ZK_JAAS_FILE_OPTION
-from migrate.core.zookeeper import ConfigError, Server, address_key, parse_server_spec, split_connect
+from migrate.core.zookeeper.ensemble import ConfigError, Server, address_key, parse_server_spec, split_connect
 
 app = typer.Typer(
     help="Swap the ZooKeeper voters with dynamic reconfiguration: joiners follow as observers, one guarded "
@@ -156,7 +156,7 @@ def zookeeper(
     """Make the joiners voters and remove the old voters, then check the new ensemble and print what must follow."""
     if ctx.invoked_subcommand is not None:
         return
-    from migrate.runner.zookeeper import ZooKeeperRequest, run_zookeeper_change
+    from migrate.runner.zookeeper.change import ZooKeeperRequest, run_zookeeper_change
 
     book = _playbook(playbook)
     pl = _plan(plan)
@@ -294,7 +294,7 @@ def joiner_config(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Print the dynamic config file a joiner must start with: the committed config plus every joiner as an observer."""
-    from migrate.runner.zookeeper import render_joiner_config
+    from migrate.runner.zookeeper.change import render_joiner_config
 
     book = _playbook(playbook)
     connect = zookeeper_connect or (book.zookeeper.connect if book else None)

@@ -41,7 +41,7 @@ did not write): a migration is finished or cancelled with the version that start
 Writing the throttle records first means a crash at any line leaves no throttle kmigrate cannot
 find; recording only the entries it added means it never removes a throttle someone else set.
 
-:class:`Ledger` folds the records; ``migrate.adapters.bookkeeping.BookkeepingTopic`` reads and writes them.
+:class:`Ledger` folds the records; ``migrate.adapters.kafka.bookkeeping.BookkeepingTopic`` reads and writes them.
 The format is fixed: a topic written by an earlier version must read the same (``tests/unit/core/test_ledger.py``).
 """
 

@@ -3,7 +3,7 @@
 An inspect adapter fills a :class:`ClusterSnapshot` from ZooKeeper and Kafka;
 ``kmigrate inspect -o cluster.json`` saves it with :func:`snapshot_to_json` and
 ``kmigrate plan --cluster-file cluster.json`` loads it with :func:`snapshot_from_json`.
-The planner (``migrate.core.planner``) and the audit (``migrate.core.audit``) only read it.
+The planner (``migrate.core.plan.planner``) and the audit (``migrate.core.plan.audit``) only read it.
 
 Nothing here does I/O or reads a clock. Dataclasses are frozen; their ``dict`` fields are
 never mutated by kmigrate (treat them as read-only mappings).
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Iterable, Mapping
 
-from migrate.core.zookeeper import ROLES as ZK_ROLES, Server
+from migrate.core.zookeeper.ensemble import ROLES as ZK_ROLES, Server
 from migrate.errors import BadInput
 
 FORMAT_VERSION = 1

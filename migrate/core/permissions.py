@@ -404,8 +404,8 @@ def readme_section() -> str:
         ("kmigrate verify snapshot / compare / clusters", verify_needs(["<each topic verified>"])),
     ]
     from migrate.core.ledger import MIRROR_TOPIC
-    from migrate.core.mirror import INTERNAL_TOPICS, WORKER_GROUP
-    from migrate.core.mirrormaker1 import DEFAULT_GROUP
+    from migrate.core.mirror.plan import INTERNAL_TOPICS, WORKER_GROUP
+    from migrate.core.mirror.mm1 import DEFAULT_GROUP
 
     mirrored, group = "<each topic mirrored>", "<each group mirrored>"
     for command, engine, worker in (("kmigrate mirror create-topics", None, None),

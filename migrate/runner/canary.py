@@ -2,7 +2,7 @@
 
 ``Canary(settings).start()`` ... ``.stop()`` -> :class:`migrate.core.canary.CanaryReport`;
 :func:`watch` lets a started canary run for a while (or until Ctrl-C), showing its figures. The
-clients are ``migrate.adapters.canary_clients``; the ledger and the report are ``migrate.core.canary``.
+clients are ``migrate.adapters.kafka.canary_clients``; the ledger and the report are ``migrate.core.canary``.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-from migrate.adapters.canary_clients import CanaryConsumer, CanaryProducer, ClientError, ensure_topic
+from migrate.adapters.kafka.canary_clients import CanaryConsumer, CanaryProducer, ClientError, ensure_topic
 from migrate.core.canary import CanaryLedger, CanaryReport, decode, encode
 from migrate.core.clientconfig import ClientSettings
 from migrate.errors import BadInput, StepFailed
-from migrate.runner.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll, wait_until
+from migrate.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll, wait_until
 
 DEFAULT_TOPIC = "kmigrate-canary"
 
@@ -59,7 +59,7 @@ class Canary:
     def check_rights(self) -> Callable[[], None]:
         """BadInput (nothing created) when the principal may not create, write or read the canary topic;
         returns the check of READ and WRITE to make once the topic is created."""
-        from migrate.adapters.kafka import admin_client
+        from migrate.adapters.kafka.client import admin_client
         from migrate.core.permissions import canary_needs
         from migrate.runner.permissions import require, require_after_create
 

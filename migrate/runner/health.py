@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.health import ClusterReading, Health, judge
 from migrate.errors import StepFailed
-from migrate.runner.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll
+from migrate.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll
 
 Reader = Callable[[], ClusterReading]
 OnCheck = Callable[["HealthCheck"], None]
@@ -58,7 +58,7 @@ class HealthWait:
 
 def cluster_reader(settings: ClientSettings, timeout_s: float = 10.0) -> Reader:
     """A reader of the cluster ``settings`` name (BadInput at once when no broker answers)."""
-    from migrate.adapters.kafka import admin_client, read_cluster_health
+    from migrate.adapters.kafka.client import admin_client, read_cluster_health
 
     admin = admin_client(settings, timeout_s=timeout_s)
     return lambda: read_cluster_health(admin, timeout_s=timeout_s)

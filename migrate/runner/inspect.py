@@ -12,11 +12,11 @@ import json
 import logging
 from typing import Callable
 
-from migrate.adapters.kafka import ReassignmentAdmin, broker_static_configs
-from migrate.adapters.zookeeper import ZooKeeper, server_state
+from migrate.adapters.kafka.client import ReassignmentAdmin, broker_static_configs
+from migrate.adapters.zookeeper.client import ZooKeeper, server_state
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble
-from migrate.core.zookeeper import Dialing, ZkTls, parse_config, split_connect
+from migrate.core.zookeeper.ensemble import Dialing, ZkTls, parse_config, split_connect
 
 log = logging.getLogger("kmigrate.inspect")
 

@@ -19,7 +19,7 @@ import logging
 from dataclasses import replace
 from typing import Callable, Iterable
 
-from migrate.adapters import kafka as kafka_adapter
+from migrate.adapters.kafka import client as kafka_adapter
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.permissions import (
     Need, Resource, acl_decision, acls_explain, missing, missing_line, principal_of,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from migrate.adapters.kafka import ReassignmentAdmin
+from migrate.adapters.kafka.client import ReassignmentAdmin
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.model import ClusterSnapshot, ZkEnsemble
-from migrate.core.placement import Placement, assign_new_topic
+from migrate.core.plan.placement import Placement, assign_new_topic
 from migrate.core.permissions import create_topic_needs
 from migrate.errors import BadInput
 from migrate.runner.permissions import require

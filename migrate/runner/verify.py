@@ -5,7 +5,7 @@ take an open SparkSession (:func:`spark_session`) and ``KafkaSide`` objects (:fu
 and the time as a string (no clock read here). Every read is bounded by offsets captured before
 Spark starts reading, so records produced meanwhile are never read into the compared range.
 
-Snapshot files are read and written by ``migrate.files``; their format is ``migrate.core.snapshot``'s.
+Snapshot files are read and written by ``migrate.files``; their format is ``migrate.core.verify.snapshot``'s.
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from migrate.adapters.spark import SparkSettings, parse_spark_conf, preflight_unless_running, spark_session
-from migrate.adapters.spark_job import digest_alignments, digest_ranges
+from migrate.adapters.spark.session import SparkSettings, parse_spark_conf, preflight_unless_running, spark_session
+from migrate.adapters.spark.job import digest_alignments, digest_ranges
 from migrate.files import client_settings
-from migrate.core.compare import Report, alignment_requests, compare_cross, compare_same, taken_at_ms
-from migrate.core.snapshot import (ISOLATION_LEVELS, PartitionSnapshot, ReadRange, Snapshot, TopicConfig, plan_ranges,
+from migrate.core.verify.compare import Report, alignment_requests, compare_cross, compare_same, taken_at_ms
+from migrate.core.verify.snapshot import (ISOLATION_LEVELS, PartitionSnapshot, ReadRange, Snapshot, TopicConfig, plan_ranges,
                                    select_topics)
 from migrate.errors import BadInput
 
 if TYPE_CHECKING:  # confluent-kafka loads when a command reads a cluster, not when the CLI starts
-    from migrate.adapters.offsets import KafkaSide
+    from migrate.adapters.kafka.offsets import KafkaSide
 
 __all__ = ["Scope", "SparkSettings", "compare_with_cluster", "kafka_side", "spark_session", "spark_settings",
            "take_snapshot", "verify_clusters"]
@@ -52,7 +52,7 @@ def spark_settings(master: str, spark_conf: list[str] | None, jars: str | None, 
 
 def kafka_side(bootstrap: str, command_config: Path | None, timeout_ms: int) -> KafkaSide:
     """One cluster as verify reads it, every request bounded by ``--timeout-ms``."""
-    from migrate.adapters.offsets import KafkaSide
+    from migrate.adapters.kafka.offsets import KafkaSide
 
     if timeout_ms <= 0:
         raise BadInput(f"--timeout-ms {timeout_ms}: give a positive number of milliseconds")

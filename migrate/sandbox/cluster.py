@@ -22,13 +22,13 @@ from typing import Callable
 
 import javaproperties
 
-from migrate.adapters import fourletter
+from migrate.adapters.zookeeper import fourletter
 from migrate.adapters.processes import command_line, process_state
 from migrate.adapters.jars import (
     KAFKA_MAIN, KAFKA_VERSION, ZOOKEEPER_MAIN, ZOOKEEPER_VERSION, Distribution, cache_dir, ensure_distribution,
 )
 from migrate.errors import BadInput, StepFailed
-from migrate.runner.waiting import poll, wait_until
+from migrate.waiting import poll, wait_until
 from migrate.sandbox import security as sandbox_security
 from migrate.sandbox.layout import BrokerNode, SandboxSpec, ZkNode, log4j_properties, server_properties, zoo_cfg
 from migrate.files import write_private
@@ -61,8 +61,8 @@ def _port_free(host: str, port: int) -> bool:
 
 
 def _zookeeper(hosts: str, timeout_s: float, auth: list[tuple[str, str]] | None = None):
-    """A ZooKeeper session (``migrate.adapters.zookeeper``); BadInput when no server answers in time."""
-    from migrate.adapters.zookeeper import ZooKeeper  # kazoo loads when a sandbox is asked, not at every start
+    """A ZooKeeper session (``migrate.adapters.zookeeper.client``); BadInput when no server answers in time."""
+    from migrate.adapters.zookeeper.client import ZooKeeper  # kazoo loads when a sandbox is asked, not at every start
 
     return ZooKeeper.connect(hosts, auth=auth, timeout_s=timeout_s)
 
@@ -70,7 +70,7 @@ def _zookeeper(hosts: str, timeout_s: float, auth: list[tuple[str, str]] | None 
 def fetch_jars(kafka_version: str = KAFKA_VERSION, zookeeper_version: str = ZOOKEEPER_VERSION):
     """The servers' jars and Spark's Kafka source, fetched from Maven Central into the cache once
     (``kmigrate sandbox fetch``): ``(Distribution, KafkaSourceJars)``."""
-    from migrate.adapters.spark import kafka_source_jars
+    from migrate.adapters.spark.session import kafka_source_jars
     from migrate.core.versions import check_kafka_version, check_zookeeper_version
 
     dist = ensure_distribution(check_kafka_version(kafka_version), check_zookeeper_version(zookeeper_version))
@@ -366,7 +366,7 @@ class Sandbox:
                 zk.write(f"{spec.chroot}/config/users/{user}", data, acl=owner)
 
     def _grant_acls(self) -> None:
-        from migrate.adapters.local_cluster import grant
+        from migrate.adapters.kafka.local_cluster import grant
         from migrate.sandbox.security import KMIGRATE_ACLS
 
         grant(self._require().bootstrap_servers(spare=False), self.kafka_settings("admin"), KMIGRATE_ACLS)
@@ -469,7 +469,7 @@ class Sandbox:
 
     def wait_brokers(self, names: list[str], timeout_s: float = 120) -> None:
         """Wait until each broker is registered in ``/brokers/ids`` and answers metadata with its own id."""
-        from migrate.adapters.local_cluster import broker_serves
+        from migrate.adapters.kafka.local_cluster import broker_serves
 
         spec = self._require()
         pending = list(names)
@@ -511,7 +511,7 @@ class Sandbox:
 
     def _create_offsets_topic(self, timeout_s: float = 90) -> None:
         """Have the old brokers create ``__consumer_offsets`` now, before spares start (spares hold no partitions)."""
-        from migrate.adapters.local_cluster import KafkaProbe
+        from migrate.adapters.kafka.local_cluster import KafkaProbe
 
         probe = KafkaProbe(self._require().bootstrap_servers(spare=False), settings=self.kafka_settings())
         wait_until(probe.offsets_topic_led, timeout_s=timeout_s, interval_s=0.5, what="__consumer_offsets",
@@ -585,7 +585,7 @@ class Sandbox:
 
     def _ensemble_roles(self) -> dict[int, str] | None:
         """Server id -> participant/observer in the committed dynamic config (None: not readable now)."""
-        from migrate.core.zookeeper import parse_server_line
+        from migrate.core.zookeeper.ensemble import parse_server_line
 
         spec = self._require()
         hosts = ",".join(f"{z.host}:{z.client_port}" for z in spec.zookeepers if self.is_alive(z.name))

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from migrate.adapters.kafka import NewTopicSpec, admin_client, create_topics_and_wait
-from migrate.adapters.local_cluster import produce_records
+from migrate.adapters.kafka.client import NewTopicSpec, admin_client, create_topics_and_wait
+from migrate.adapters.kafka.local_cluster import produce_records
 from migrate.core.canary import CanaryReport
 from migrate.files import client_settings
 from migrate.errors import StepFailed

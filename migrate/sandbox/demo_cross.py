@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from migrate.adapters.canary_clients import CanaryConsumer
+from migrate.adapters.kafka.canary_clients import CanaryConsumer
 from migrate.files import client_settings
 from migrate.runner.canary import Canary
 from migrate.sandbox.demo import TOPIC_SHAPES, Demo, DemoReport, run_json

@@ -45,9 +45,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from migrate.adapters.jars import MIRROR_MAKER_MAIN, ensure_distribution  # noqa: E402
-from migrate.adapters.mirrormaker import LOG4J  # noqa: E402
-from migrate.runner.cutover import CutoverRequest, cutover  # noqa: E402
-from migrate.runner.mirror import Request, Side, start, stop, wait_caught_up  # noqa: E402
+from migrate.adapters.mirrormaker.mm2 import LOG4J  # noqa: E402
+from migrate.runner.mirror.cutover import CutoverRequest, cutover  # noqa: E402
+from migrate.runner.mirror.mm2 import Request, Side, start, stop, wait_caught_up  # noqa: E402
 from migrate.sandbox.testing import produce_waiting, running_sandbox, stop_process  # noqa: E402
 
 SMALL = dict(zookeeper_ids=(1,), broker_ids=(1,), zookeeper_heap_mb=64, kafka_heap_mb=512)

@@ -52,11 +52,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from migrate.adapters.spark import (SparkSettings, driver_class_data_options, kafka_source_jars, spark_session,  # noqa: E402
+from migrate.adapters.spark.session import (SparkSettings, driver_class_data_options, kafka_source_jars, spark_session,  # noqa: E402
                                     standalone_cluster)
 from migrate.files import client_settings  # noqa: E402
 from migrate.sandbox.testing import free_ip_prefix, running_sandbox  # noqa: E402
-from migrate.adapters.offsets import KafkaSide  # noqa: E402
+from migrate.adapters.kafka.offsets import KafkaSide  # noqa: E402
 from migrate.runner.verify import Scope, take_snapshot  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -116,7 +116,7 @@ def _previous_job():
 
 def _chunk_job_here(bs: str, topic: str, which: str) -> dict:
     """One snapshot job of ``which`` ("previous" or "chunked") in this fresh process: seconds, records, file bytes."""
-    from migrate.core.snapshot import PartitionSnapshot, Snapshot, plan_ranges
+    from migrate.core.verify.snapshot import PartitionSnapshot, Snapshot, plan_ranges
 
     with spark_session(SparkSettings(master="local[*]")) as spark:
         side = KafkaSide(client_settings(bs))

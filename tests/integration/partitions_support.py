@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from migrate.adapters.bookkeeping import BookkeepingTopic
-from migrate.adapters.kafka import TRUSTED_PRODUCER
+from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
+from migrate.adapters.kafka.client import TRUSTED_PRODUCER
 from migrate.files import client_settings
-from migrate.core.throttles import BROKER_THROTTLE_CONFIGS, TOPIC_THROTTLE_CONFIGS
+from migrate.core.partitions.throttles import BROKER_THROTTLE_CONFIGS, TOPIC_THROTTLE_CONFIGS
 from migrate.sandbox.testing import produce_waiting
 
 OLD = (1, 2, 3)

@@ -24,7 +24,7 @@ import migrate.runner.canary as runner_canary
 from migrate.core.canary import CanaryLedger
 from migrate.files import client_settings
 from migrate.runner.canary import Canary
-from migrate.runner.waiting import wait_until
+from migrate.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

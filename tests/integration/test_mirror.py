@@ -20,8 +20,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient, ConfigResource,
                                    NewTopic, ResourcePatternType, ResourceType)
 
-from migrate.adapters.kafka import TRUSTED_PRODUCER
-from migrate.adapters.mirrormaker import MirrorMakerProcess
+from migrate.adapters.kafka.client import TRUSTED_PRODUCER
+from migrate.adapters.mirrormaker.mm2 import MirrorMakerProcess
 from migrate.adapters.processes import live_pids
 from migrate.sandbox.testing import running_sandbox
 from cli_support import run, run_json, sides

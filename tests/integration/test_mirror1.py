@@ -22,7 +22,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from migrate.adapters.mirrormaker1 import MirrorMaker1Process, instance_indexes
+from migrate.adapters.mirrormaker.mm1 import MirrorMaker1Process, instance_indexes
 from migrate.adapters.processes import live_pids
 from migrate.sandbox.testing import running_sandbox
 from cli_support import run, run_json, sides

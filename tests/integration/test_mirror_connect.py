@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, To
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from migrate.adapters.jars import ensure_distribution
-from migrate.adapters.mirrormaker import LOG4J, free_port
+from migrate.adapters.mirrormaker.mm2 import LOG4J, free_port
 from migrate.sandbox import Sandbox
 from migrate.sandbox.testing import free_ip_prefix, stop_process
 from cli_support import run

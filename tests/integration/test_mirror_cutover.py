@@ -23,10 +23,10 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from migrate.adapters.bookkeeping import BookkeepingTopic
+from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.ledger import MIRROR_TOPIC
-from migrate.runner.mirror import Request, Side, start
+from migrate.runner.mirror.mm2 import Request, Side, start
 from migrate.sandbox.testing import running_sandbox
 from cli_support import run, run_json
 from test_mirror import create, produce, produce_transactions, state_dir  # noqa: F401 (state_dir: a fixture)

@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from migrate.runner.waiting import wait_until
+from migrate.waiting import wait_until
 from migrate.sandbox.testing import running_sandbox
 from test_security import Runs
 

@@ -179,10 +179,10 @@ def test_status_and_rerun_after_the_migration(cluster, loaded):
 
 def test_status_without_a_plan_record_names_the_plan_of_the_records_and_says_what_it_cannot_count(cluster, loaded):
     """A ledger whose plan record is missing (lost before it was acknowledged) is not 'not started'."""
-    from migrate.adapters.bookkeeping import BookkeepingTopic
+    from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
     from migrate.core.ledger import make_record
     from migrate.files import client_settings
-    from migrate.runner.status import migration_status
+    from migrate.runner.partitions.status import migration_status
 
     bs = cluster.bootstrap_servers()
     book = BookkeepingTopic(client_settings(bs), "__kmigrate_no_plan_record")
@@ -205,7 +205,7 @@ def test_a_bookkeeping_topic_written_by_the_previous_version_reads_the_same(clus
     from confluent_kafka.admin import AdminClient
 
     from ledger_records import OLD_RECORDS
-    from migrate.adapters.bookkeeping import BookkeepingTopic
+    from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
     from migrate.core.ledger import Ledger, decode
     from migrate.files import client_settings
 

@@ -14,7 +14,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from migrate.adapters.bookkeeping import BookkeepingTopic
+from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
 from migrate.core.ledger import make_record
 from migrate.files import client_settings
 from partitions_support import (

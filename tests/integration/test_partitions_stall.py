@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from migrate.core.mapping import mapping_plan_id
+from migrate.core.partitions.mapping import mapping_plan_id
 from partitions_support import (
     admin,
     create_topic,

@@ -14,7 +14,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from migrate.core.model import parse_rack, snapshot_from_json
-from migrate.core.plan import plan_from_json
+from migrate.core.plan.document import plan_from_json
 
 pytestmark = pytest.mark.integration
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from migrate.adapters.kafka import NewTopicSpec, admin_client, create_topics_and_wait
-from migrate.adapters.local_cluster import produce_records
-from migrate.core.zookeeper import parse_server_line
+from migrate.adapters.kafka.client import NewTopicSpec, admin_client, create_topics_and_wait
+from migrate.adapters.kafka.local_cluster import produce_records
+from migrate.core.zookeeper.ensemble import parse_server_line
 from migrate.files import client_settings
 from migrate.sandbox.demo import sandbox_playbook
 

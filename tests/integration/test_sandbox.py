@@ -10,8 +10,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
-from migrate.adapters import fourletter
-from migrate.adapters.kafka import TRUSTED_PRODUCER
+from migrate.adapters.zookeeper import fourletter
+from migrate.adapters.kafka.client import TRUSTED_PRODUCER
 
 pytestmark = pytest.mark.integration
 
@@ -158,7 +158,7 @@ def test_rolling_restart_with_new_zookeeper_connect(cluster, topic_name):
     cluster.restart_broker(3, zookeeper_connect=new_connect)
     assert cluster.broker_properties(3)["zookeeper.connect"] == new_connect
     admin = _admin(cluster)
-    from migrate.adapters.kafka import broker_static_configs
+    from migrate.adapters.kafka.client import broker_static_configs
 
     assert broker_static_configs(admin, [3], ("zookeeper.connect",))[3]["zookeeper.connect"] == new_connect
     # restart_broker returns only once the cluster is healthy (kmigrate health's gate): full ISR at once.
@@ -196,7 +196,7 @@ def test_a_test_sandbox_removes_its_directory_unless_its_body_failed(monkeypatch
 def test_a_leaderless_bookkeeping_topic_is_an_error_not_an_empty_ledger(cluster, topic_name):
     """The bookkeeping topic listed with no leader (its broker down) still exists, and reading it
     waits, then fails with a clear error: an empty ledger would make a run forget what it recorded."""
-    from migrate.adapters.bookkeeping import BookkeepingTopic
+    from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
     from migrate.core.ledger import make_record
     from migrate.files import client_settings
     from migrate.errors import StepFailed

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from migrate.adapters.local_cluster import produce_records
-from migrate.adapters.spark import standalone_cluster
+from migrate.adapters.kafka.local_cluster import produce_records
+from migrate.adapters.spark.session import standalone_cluster
 from migrate.sandbox.testing import free_ip_prefix, running_sandbox
 
 pytestmark = pytest.mark.integration

@@ -27,7 +27,7 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
 from migrate.core.permissions import (CLUSTER_OPERATIONS, Need, Resource, allowed, canary_needs, cancel_needs,
                                       create_topic_needs, partitions_needs, verify_needs)
 from migrate.errors import BadInput
-from migrate.runner.waiting import poll, wait_until
+from migrate.waiting import poll, wait_until
 from migrate.sandbox.testing import running_sandbox, unique_topic
 
 from cli_support import run
@@ -100,7 +100,7 @@ def _wait_seen(settings, granted: list[Need], existing_names: set[str]) -> None:
     """Until the kmigrate user's own KIP-430 answers show exactly ``granted`` (with what it implies), from each
     broker in turn (a client bootstrapped on it alone), twice round in a row: each broker's authorizer takes
     the change from ZooKeeper on its own."""
-    from migrate.adapters.kafka import authorized_operations
+    from migrate.adapters.kafka.client import authorized_operations
 
     by_resource: dict[Resource, set[str]] = {Resource.cluster(): set()}
     for n in granted:
@@ -291,7 +291,7 @@ CANCEL_BOOK = "__kmigrate_acl_cancel_book"
 
 
 def _in_flight(admin_settings) -> set[tuple[str, int]]:
-    from migrate.adapters.kafka import ReassignmentAdmin
+    from migrate.adapters.kafka.client import ReassignmentAdmin
 
     ra = ReassignmentAdmin(admin_settings)
     try:

@@ -18,11 +18,11 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from migrate.adapters.spark import SparkSettings, spark_session
+from migrate.adapters.spark.session import SparkSettings, spark_session
 from migrate.files import client_settings
 from migrate.sandbox.testing import unique_topic
 from cli_support import run
-from migrate.adapters.offsets import KafkaSide
+from migrate.adapters.kafka.offsets import KafkaSide
 
 pytestmark = pytest.mark.integration
 
@@ -378,8 +378,8 @@ GOLDEN_DIGESTS = {
 
 
 def test_record_digests_are_those_earlier_versions_wrote(cluster, spark, bs):
-    from migrate.adapters.spark_job import digest_ranges
-    from migrate.core.snapshot import FORMAT_VERSION, ReadRange
+    from migrate.adapters.spark.job import digest_ranges
+    from migrate.core.verify.snapshot import FORMAT_VERSION, ReadRange
 
     topic = unique_topic("golden")
     create(bs, topic, 1, {"retention.ms": "-1"}, rf=1)  # the 2023 timestamps below are past any time retention

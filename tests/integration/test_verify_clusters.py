@@ -14,8 +14,8 @@ import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from migrate.adapters.kafka import TRUSTED_PRODUCER
-from migrate.adapters.spark import SparkSettings, spark_session
+from migrate.adapters.kafka.client import TRUSTED_PRODUCER
+from migrate.adapters.spark.session import SparkSettings, spark_session
 from migrate.sandbox.testing import running_sandbox, unique_topic
 from cli_support import run as run_cli
 

@@ -21,8 +21,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
-from migrate.adapters.kafka import TRUSTED_PRODUCER
-from migrate.adapters.spark import SparkSettings, spark_session
+from migrate.adapters.kafka.client import TRUSTED_PRODUCER
+from migrate.adapters.spark.session import SparkSettings, spark_session
 from migrate.sandbox.testing import unique_topic
 from cli_support import run
 from partitions_support import (MAPPING, admin, create_topic, drain, kmigrate_background, old_assignment,

@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from migrate.adapters.spark import standalone_cluster
+from migrate.adapters.spark.session import standalone_cluster
 from migrate.sandbox.testing import free_ip_prefix, running_sandbox, unique_topic
 
 pytestmark = pytest.mark.integration

@@ -27,9 +27,9 @@ import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from kazoo.client import KazooClient
 
-from migrate.adapters.spark import SparkSettings, spark_session
+from migrate.adapters.spark.session import SparkSettings, spark_session
 from migrate.cli import main
-from migrate.core.zookeeper import parse_config
+from migrate.core.zookeeper.ensemble import parse_config
 from migrate.sandbox.demo import Demo
 from migrate.sandbox.testing import free_ip_prefix
 from partitions_support import (

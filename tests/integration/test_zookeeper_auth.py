@@ -14,8 +14,8 @@ import json
 
 import pytest
 
-from migrate.adapters.zookeeper import ReconfigRefused, ZooKeeper
-from migrate.core.zookeeper import Reconfig, parse_auth
+from migrate.adapters.zookeeper.client import ReconfigRefused, ZooKeeper
+from migrate.core.zookeeper.ensemble import Reconfig, parse_auth
 from migrate.files import zk_auth, zk_jaas
 from migrate.sandbox.testing import running_sandbox
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.adapters import fourletter
+from migrate.adapters.zookeeper import fourletter
 
 from zkswap_support import (
     addresses, committed, restart_joiner_with, run_cli, spec_of, wait_until, wipe_server, zk_nodes,

@@ -9,8 +9,8 @@ from typing import Iterable, Mapping
 import pytest
 
 from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble
-from migrate.core.zookeeper import Server
-from migrate.core.placement import round_robin
+from migrate.core.zookeeper.ensemble import Server
+from migrate.core.plan.placement import round_robin
 from migrate.core.playbook import parse_playbook
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import re
 
 from pathlib import Path
 
-from migrate.core.planner import RUNBOOK_COMMANDS, build_plan, build_runbook
+from migrate.core.plan.planner import RUNBOOK_COMMANDS, build_plan, build_runbook
 
 from tests.unit.conftest import playbook, snapshot
 

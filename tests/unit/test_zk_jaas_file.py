@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from migrate.core.zookeeper import ZkSasl, parse_auth
+from migrate.core.zookeeper.ensemble import ZkSasl, parse_auth
 from migrate.errors import BadInput
 from migrate.files import zk_jaas
 
@@ -76,7 +76,7 @@ def test_kafka_opts_login_config_is_honoured_only_when_it_has_a_client_section(t
 
 
 # --zk-client-config: Kafka's --zk-tls-config-file names
-from migrate.core.zookeeper import zk_client_settings  # noqa: E402
+from migrate.core.zookeeper.ensemble import zk_client_settings  # noqa: E402
 from migrate.files import zk_client_config  # noqa: E402
 
 

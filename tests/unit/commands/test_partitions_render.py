@@ -4,7 +4,7 @@ details with ``--verbose``; the command line given back for ``--resume`` / ``--c
 from migrate.commands.common import console
 from migrate.commands.partitions import TextRenderer, rerun_command
 from migrate.runner import events as ev
-from migrate.runner.throttles import ThrottleTally
+from migrate.runner.partitions.throttles import ThrottleTally
 
 
 def _adopted_and_cleared(render) -> None:
@@ -69,7 +69,7 @@ def test_a_signal_is_said_once_by_the_exit_message():
 
 
 def test_status_text_says_which_throttles_the_moves_in_flight_need_and_who_runs(monkeypatch):
-    import migrate.runner.status as status_runner
+    import migrate.runner.partitions.status as status_runner
     from migrate.commands.common import OutputFormat
     from migrate.commands.partitions import status
 

@@ -7,8 +7,8 @@ import pytest
 from migrate.commands import common
 from migrate.commands import verify as command
 from migrate.commands.common import OutputFormat
-from migrate.core.compare import compare_same
-from migrate.core.snapshot import Chunk, Digest, PartitionSnapshot, Snapshot, Tail, TopicConfig
+from migrate.core.verify.compare import compare_same
+from migrate.core.verify.snapshot import Chunk, Digest, PartitionSnapshot, Snapshot, Tail, TopicConfig
 
 TOPIC = "kmigrate-canary-0123456789abcdef-with-a-long-name"
 NOW = 1_800_000_000_000

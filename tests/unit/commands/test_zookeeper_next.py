@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-import migrate.runner.zookeeper as runner
+import migrate.runner.zookeeper.change as runner
 from migrate.cli import main
-from migrate.runner.zookeeper import ZooKeeperResult
+from migrate.runner.zookeeper.change import ZooKeeperResult
 
 FORCED = "broker 3 points only at servers 1,2,3 that this change removes (--force)"
 

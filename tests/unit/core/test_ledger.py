@@ -9,7 +9,7 @@ write the same bytes for the same record.
 import json
 
 from migrate.core.ledger import DEFAULT_TOPIC, KINDS, SCHEMA, Ledger, decode, encode, make_record
-from migrate.core.phases import ReplicaProgress
+from migrate.core.partitions.phases import ReplicaProgress
 
 from ledger_records import OLD_RECORDS  # tests/ is on the path (tests/conftest.py is there)
 

@@ -14,9 +14,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from migrate.core.model import snapshot_from_json, snapshot_to_json
-from migrate.core.plan import plan_from_json, plan_to_json
-from migrate.core.planner import build_plan
-from migrate.core.snapshot import snapshot_from_json as verify_snapshot_from_json
+from migrate.core.plan.document import plan_from_json, plan_to_json
+from migrate.core.plan.planner import build_plan
+from migrate.core.verify.snapshot import snapshot_from_json as verify_snapshot_from_json
 from migrate.core.playbook import parse_playbook
 
 DATA = Path(__file__).with_name("data")
@@ -78,7 +78,7 @@ def test_a_verify_snapshot_of_the_previous_version_reads_and_writes_back_unchang
 def _after_on_the_grid_of(before, changes=None):
     """The format 2 snapshot ``verify compare`` takes against ``before`` (plan_ranges gives it the one-piece
     grid), with every record unchanged unless ``changes`` says ``{key: (read_from, digest)}``."""
-    from migrate.core.snapshot import Chunk, PartitionSnapshot, Snapshot, Tail, plan_ranges
+    from migrate.core.verify.snapshot import Chunk, PartitionSnapshot, Snapshot, Tail, plan_ranges
 
     offsets = {p.key: (p.log_start_offset, p.end_offset) for p in before.partitions}
     ranges = plan_ranges([p.key for p in before.partitions], offsets, set(), before)
@@ -95,8 +95,8 @@ def _after_on_the_grid_of(before, changes=None):
 
 
 def test_a_snapshot_of_the_last_format_1_release_reads_back_and_compares_with_a_new_one():
-    from migrate.core.compare import compare_same
-    from migrate.core.snapshot import Digest, TopicConfig
+    from migrate.core.verify.compare import compare_same
+    from migrate.core.verify.snapshot import Digest, TopicConfig
 
     text = _read("release_1_snapshot.json")
     before = verify_snapshot_from_json(text, "release_1_snapshot.json")

@@ -60,7 +60,7 @@ def _broker(i, version, protocol=None, alive=True):
 
 
 def test_one_release_is_no_finding_and_the_summary_names_each_release_and_what_kmigrate_uses():
-    from migrate.core.audit import audit_versions, versions_summary
+    from migrate.core.plan.audit import audit_versions, versions_summary
 
     snap = _snapshot(_broker(1, "2.4", "2.4-IV1"), _broker(2, "2.4", "2.4-IV1"), zk_versions={1: "3.5.7"})
     assert [f.code for f in audit_versions(snap)] == ["kafka.hidden_broker_rates"]  # Kafka 2.4 hides them
@@ -73,7 +73,7 @@ def test_one_release_is_no_finding_and_the_summary_names_each_release_and_what_k
 
 
 def test_a_rolling_upgrade_half_done_is_a_warning_naming_both_releases_and_protocols():
-    from migrate.core.audit import audit_versions
+    from migrate.core.plan.audit import audit_versions
 
     findings = audit_versions(_snapshot(_broker(1, "2.4", "2.4-IV1"), _broker(2, "2.8", "2.4"), _broker(3, "2.8", "2.8-IV1")))
     codes = {f.code: f for f in findings}
@@ -83,7 +83,7 @@ def test_a_rolling_upgrade_half_done_is_a_warning_naming_both_releases_and_proto
 
 
 def test_a_release_out_of_range_blocks_and_an_unknown_one_warns():
-    from migrate.core.audit import audit_versions
+    from migrate.core.plan.audit import audit_versions
 
     findings = audit_versions(_snapshot(_broker(1, "2.3"), _broker(2, None), _broker(3, "1.1", alive=False)))
     errors = [f for f in findings if f.severity == "error"]

@@ -6,7 +6,7 @@ import os
 import signal
 
 from migrate.runner.canary import StopRequests, watch
-from migrate.runner.waiting import FakeClock
+from migrate.waiting import FakeClock
 
 
 class _Canary:

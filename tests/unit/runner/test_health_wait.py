@@ -6,7 +6,7 @@ from migrate.core.health import ClusterReading
 from migrate.core.model import Partition, Topic
 from migrate.errors import StepFailed
 from migrate.runner.health import require_healthy, wait_healthy
-from migrate.runner.waiting import FakeClock
+from migrate.waiting import FakeClock
 
 GOOD = ClusterReading(1, frozenset({1, 2}), (Topic("t", partitions=(Partition(0, (1, 2), (1, 2), 1),)),))
 SHORT = ClusterReading(1, frozenset({1}), (Topic("t", partitions=(Partition(0, (1, 2), (1,), 1),)),))
