@@ -229,7 +229,7 @@ def zk_auth(given: str | None, file: str | Path | None) -> str | None:
 def zk_jaas(file: str | Path | None):
     """The ZooKeeper SASL login of ``--zk-jaas-file`` (a JAAS file with a ``Client`` section, as Kafka's
     tools take with ``-Djava.security.auth.login.config``), or None. The secret is never echoed."""
-    from migrate.core.zookeeper.ensemble import jaas_client_login
+    from migrate.core.zookeeper.auth import jaas_client_login
 
     import os
     import re
@@ -262,7 +262,7 @@ def zk_client_config(file: str | Path | None):
     opened in memory, or None (no file, or ``zookeeper.ssl.client.enable`` not true)."""
     import javaproperties
 
-    from migrate.core.zookeeper.ensemble import ZkTls, zk_client_settings
+    from migrate.core.zookeeper.auth import ZkTls, zk_client_settings
 
     if file is None:
         return None

@@ -40,7 +40,7 @@ def zookeeper_of(inputs: Inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file,
                  zk_client_config_file=None) -> tuple[str | None, tuple]:
     """The ZooKeeper connect (``--zookeeper``, else the playbook's with its joiners) and login kmigrate
     reads broker rates with where Kafka before 2.8 hides them."""
-    from migrate.core.zookeeper.ensemble import parse_auth
+    from migrate.core.zookeeper.auth import parse_auth
     from migrate.files import zk_auth as read_zk_auth, zk_client_config, zk_jaas
 
     pb = inputs.playbook

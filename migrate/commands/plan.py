@@ -46,7 +46,7 @@ def resolve_connection(playbook: Playbook | None, bootstrap: str | None, zookeep
 
 
 def _auth(text: str | None, sasl=None, tls=None) -> list | None:
-    from migrate.core.zookeeper.ensemble import parse_auth
+    from migrate.core.zookeeper.auth import parse_auth
 
     return parse_auth(text, sasl, tls) or None
 

@@ -22,7 +22,7 @@ from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_j
 from migrate.errors import BadInput
 from migrate.files import zk_auth as read_zk_auth, zk_client_config, zk_jaas
 from migrate.commands.common import ZK_CLIENT_CONFIG_OPTION, ZK_JAAS_FILE_OPTION
-from migrate.core.zookeeper.ensemble import ConfigError, Server, address_key, parse_server_spec, split_connect
+from migrate.core.zookeeper.config import ConfigError, Server, address_key, parse_server_spec, split_connect
 
 app = typer.Typer(
     help="Swap the ZooKeeper voters with dynamic reconfiguration: joiners follow as observers, one guarded "

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Iterable, Mapping
 
-from migrate.core.zookeeper.ensemble import ROLES as ZK_ROLES, Server
+from migrate.core.zookeeper.config import ROLES as ZK_ROLES, Server
 from migrate.errors import BadInput
 
 FORMAT_VERSION = 1

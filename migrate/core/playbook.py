@@ -24,7 +24,7 @@ import yaml
 
 from migrate.errors import BadInput
 from migrate.core.model import DEFAULT_RACK_SEPARATOR
-from migrate.core.zookeeper.ensemble import PARTICIPANT, Server
+from migrate.core.zookeeper.config import PARTICIPANT, Server
 from migrate.core.units import parse_connect, parse_rate
 from migrate.core.ledger import DEFAULT_TOPIC
 

@@ -2,7 +2,7 @@
 
 kmigrate claims Kafka 2.4 to 3.9 in ZooKeeper mode (2.4 brings the reassignment API, KIP-455;
 3.9 is the last release with ZooKeeper) and ZooKeeper 3.5 to 3.8 (3.5 brings dynamic
-reconfiguration). Every decision that depends on a release reads it here.
+reconfiguration, :data:`ZOOKEEPER_RECONFIG_FROM`). Every decision that depends on a release reads it here.
 
     >>> check_kafka_version("2.4.1"), check_zookeeper_version("3.5.7")
     ('2.4.1', '3.5.7')
@@ -19,7 +19,10 @@ from typing import Mapping
 from migrate.errors import BadInput
 
 KAFKA_RANGE = ((2, 4), (3, 9))
-ZOOKEEPER_RANGE = ((3, 5), (3, 8))
+ZOOKEEPER_RECONFIG_FROM = (3, 5, 0)
+"""Dynamic reconfiguration (what ``kmigrate zookeeper`` runs) appeared in ZooKeeper 3.5.0, the first release
+kmigrate supports (:func:`supports_reconfig`)."""
+ZOOKEEPER_RANGE = (ZOOKEEPER_RECONFIG_FROM[:2], (3, 8))
 KAFKA_RANGE_TEXT = "2.4.x to 3.9.x"
 ZOOKEEPER_RANGE_TEXT = "3.5.x to 3.8.x"
 
@@ -59,6 +62,35 @@ def check_zookeeper_version(version: str, option: str = "--zookeeper-version") -
         return _check(version, ZOOKEEPER_RANGE, "ZooKeeper", ZOOKEEPER_RANGE_TEXT, "3.8.6")
     except BadInput as exc:
         raise BadInput(f"{option} {version}: {exc}") from None
+
+
+def parse_version(text: str) -> tuple[int, ...] | None:
+    """``3.8.6-abc`` -> (3, 8, 6); None when unreadable."""
+    m = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    if not m:
+        return None
+    return tuple(int(x) if x is not None else 0 for x in m.groups())
+
+
+def supports_reconfig(version_text: str | None) -> bool | None:
+    """The minimum-version rule: whether a ZooKeeper version can do dynamic reconfiguration
+    (3.5.0 or later); None when the version is unknown or unreadable.
+
+    >>> supports_reconfig("3.4.14-abc"), supports_reconfig("3.5.0"), supports_reconfig(None)
+    (False, True, None)
+    """
+    v = parse_version(version_text or "")
+    return None if v is None else v >= ZOOKEEPER_RECONFIG_FROM
+
+
+def version_problem(server: str, version_text: str) -> str | None:
+    """Why a server's version cannot do dynamic reconfiguration, or None."""
+    if supports_reconfig(version_text) is False:
+        return (
+            f"ZooKeeper {server} runs {version_text}: dynamic reconfiguration needs 3.5.0 or later; "
+            "upgrade the ensemble first (or replace servers one at a time by rolling restarts)"
+        )
+    return None
 
 
 def kafka_release_of(protocol_version: str) -> str:

@@ -16,7 +16,8 @@ from migrate.adapters.kafka.client import ReassignmentAdmin, broker_static_confi
 from migrate.adapters.zookeeper.client import ZooKeeper, server_state
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble
-from migrate.core.zookeeper.ensemble import Dialing, ZkTls, parse_config, split_connect
+from migrate.core.zookeeper.config import Dialing, parse_config, split_connect
+from migrate.core.zookeeper.auth import ZkTls
 
 log = logging.getLogger("kmigrate.inspect")
 

@@ -585,7 +585,7 @@ class Sandbox:
 
     def _ensemble_roles(self) -> dict[int, str] | None:
         """Server id -> participant/observer in the committed dynamic config (None: not readable now)."""
-        from migrate.core.zookeeper.ensemble import parse_server_line
+        from migrate.core.zookeeper.config import parse_server_line
 
         spec = self._require()
         hosts = ",".join(f"{z.host}:{z.client_port}" for z in spec.zookeepers if self.is_alive(z.name))

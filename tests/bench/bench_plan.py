@@ -30,7 +30,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble  # noqa: E402
-from migrate.core.zookeeper.ensemble import Server  # noqa: E402
+from migrate.core.zookeeper.config import Server  # noqa: E402
 from migrate.core.plan.document import plan_to_json  # noqa: E402
 from migrate.core.plan.planner import build_plan  # noqa: E402
 from migrate.core.playbook import parse_playbook  # noqa: E402

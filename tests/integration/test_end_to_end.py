@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
 from migrate.files import client_settings
 from migrate.sandbox.demo import Demo
-from migrate.core.zookeeper.ensemble import parse_config
+from migrate.core.zookeeper.config import parse_config
 from migrate.sandbox.testing import free_ip_prefix
 
 # The module fixture runs the whole migration (10-20 min on two cores): more than the default per-test timeout.

@@ -24,7 +24,7 @@ import pytest
 
 from migrate.adapters.kafka.client import NewTopicSpec, admin_client, create_topics_and_wait
 from migrate.adapters.kafka.local_cluster import produce_records
-from migrate.core.zookeeper.ensemble import parse_server_line
+from migrate.core.zookeeper.config import parse_server_line
 from migrate.files import client_settings
 from migrate.sandbox.demo import sandbox_playbook
 

@@ -29,7 +29,7 @@ from kazoo.client import KazooClient
 
 from migrate.adapters.spark.session import SparkSettings, spark_session
 from migrate.cli import main
-from migrate.core.zookeeper.ensemble import parse_config
+from migrate.core.zookeeper.config import parse_config
 from migrate.sandbox.demo import Demo
 from migrate.sandbox.testing import free_ip_prefix
 from partitions_support import (

@@ -15,7 +15,8 @@ import json
 import pytest
 
 from migrate.adapters.zookeeper.client import ReconfigRefused, ZooKeeper
-from migrate.core.zookeeper.ensemble import Reconfig, parse_auth
+from migrate.core.zookeeper.change import Reconfig
+from migrate.core.zookeeper.auth import parse_auth
 from migrate.files import zk_auth, zk_jaas
 from migrate.sandbox.testing import running_sandbox
 

@@ -15,7 +15,7 @@ from kazoo.client import KazooClient
 
 from migrate.sandbox import Sandbox
 from migrate.sandbox.layout import ZkNode
-from migrate.core.zookeeper.ensemble import DynamicConfig, parse_config
+from migrate.core.zookeeper.config import DynamicConfig, parse_config
 
 _PARTITION_STATE = re.compile(r".*/brokers/topics/[^/]+/partitions/\d+/state$")
 # Kafka rewrites these itself (notifications, elections, broker sessions): not "data" of the change.

@@ -9,7 +9,7 @@ from typing import Iterable, Mapping
 import pytest
 
 from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble
-from migrate.core.zookeeper.ensemble import Server
+from migrate.core.zookeeper.config import Server
 from migrate.core.plan.placement import round_robin
 from migrate.core.playbook import parse_playbook
 

@@ -38,8 +38,9 @@ from migrate.adapters.zookeeper import fourletter
 from migrate.errors import BadInput
 from migrate.core.units import split_host_port
 from migrate.adapters.kafka.client import _private_file
-from migrate.core.zookeeper.ensemble import ZkSasl, ZkTls
-from migrate.core.zookeeper.ensemble import ConfigError, DynamicConfig, Reconfig, address_key, bracket, parse_config
+from migrate.core.zookeeper.auth import ZkSasl, ZkTls
+from migrate.core.zookeeper.config import ConfigError, DynamicConfig, address_key, bracket, parse_config
+from migrate.core.zookeeper.change import Reconfig
 
 log = logging.getLogger("kmigrate.zookeeper")
 # kazoo reports every dropped connection (expected while servers leave); keep it off the terminal

@@ -56,9 +56,10 @@ from typing import Iterable, Mapping, Sequence
 from migrate.core.model import ClusterSnapshot, parse_rack
 from migrate.core.plan.document import BrokerTotal, Finding, ZkPlan
 from migrate.core.playbook import Playbook
-from migrate.core.versions import KAFKA_RANGE, hides_broker_rates, release_tuple
+from migrate.core.versions import KAFKA_RANGE, hides_broker_rates, release_tuple, supports_reconfig
 from migrate.core.units import format_bytes, format_duration, format_rate, parse_connect, split_host_port
-from migrate.core.zookeeper.ensemble import PARTICIPANT, low_joiner_ids, supports_reconfig, voter_count_risk
+from migrate.core.zookeeper.config import PARTICIPANT
+from migrate.core.zookeeper.change import low_joiner_ids, voter_count_risk
 
 _MAX_LISTED = 8
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 from migrate.core.documents import Wording, parse_document
 from migrate.errors import BadInput
 from migrate.core.model import RawJSON, _ints_text, _num, pretty_json, zk_server_doc
-from migrate.core.zookeeper.ensemble import Server
+from migrate.core.zookeeper.config import Server
 from migrate.core.partitions.moves import PartitionMove  # the one move type; re-exported here for the plan's readers
 
 PLAN_KIND = "kmigrate.plan"

@@ -39,7 +39,8 @@ from migrate.core.plan.audit import (
 )
 from migrate.errors import BadInput
 from migrate.core.model import ClusterSnapshot
-from migrate.core.zookeeper.ensemble import Change, DynamicConfig, is_reached, joiner_config, single_reconfig, target_config
+from migrate.core.zookeeper.config import DynamicConfig
+from migrate.core.zookeeper.change import Change, is_reached, joiner_config, single_reconfig, target_config
 from migrate.core.units import format_connect, parse_connect
 from migrate.core.plan.placement import DomainRules, Domains, domain_order
 from migrate.core.plan.document import (
@@ -368,7 +369,7 @@ def _joiner_lines(committed: DynamicConfig, change: Change) -> tuple[str, ...]:
 def plan_zookeeper(snapshot: ClusterSnapshot, playbook: Playbook) -> ZkPlan | None:
     """The ensemble change of the playbook, or ``None`` when it adds and removes nothing.
 
-    Worked out by the functions ``kmigrate zookeeper`` runs (``migrate.core.zookeeper.ensemble``: the target
+    Worked out by the functions ``kmigrate zookeeper`` runs (``migrate.core.zookeeper.change``: the target
     config, the one reconfig, the joiners' config), so the plan and the run cannot disagree.
     """
     zs = playbook.zookeeper

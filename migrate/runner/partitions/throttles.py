@@ -27,7 +27,7 @@ from migrate.core.partitions.throttles import (
     rates_in_znode, throttle_entries,
 )
 from migrate.core.versions import rates_from_zookeeper
-from migrate.core.zookeeper.ensemble import split_connect
+from migrate.core.zookeeper.config import split_connect
 
 TopicOps = dict[str, list[tuple[str, str, str | None]]]
 

@@ -33,39 +33,33 @@ from migrate.adapters.zookeeper import client as zka
 from migrate.errors import BadInput, StepFailed
 from migrate.runner.events import CRASH_ENV, crash_wanted
 from migrate.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll, wait_until
-from migrate.core.zookeeper.ensemble import (
+from migrate.core.zookeeper.config import ConfigError, Dialing, DynamicConfig, Server, parse_config, split_connect
+from migrate.core.zookeeper.change import (
     CONFLICTING_MEMBER,
     JOINER_ID_ORDER,
     NOT_IN_SYNC,
     NOT_TARGET,
-    BrokerConnect,
     Change,
-    ConfigError,
-    Dialing,
-    DynamicConfig,
     Outcome,
     Reconfig,
-    Server,
     apply,
     check_change,
     is_reached,
     joiner_config,
     joiner_participant_problem,
     joiners_of,
-    judge_brokers,
     next_step,
     outcome_problems,
-    parse_auth,
-    parse_config,
     quorum_problem,
     single_reconfig,
-    split_connect,
     step_by_step,
     target_config,
     validate_change,
-    version_problem,
     warnings_for,
 )
+from migrate.core.zookeeper.brokers import BrokerConnect, judge_brokers
+from migrate.core.zookeeper.auth import parse_auth
+from migrate.core.versions import version_problem
 
 Progress = Callable[[str], None]
 __all__ = ["CRASH_ENV", "ZooKeeperRequest", "ZooKeeperResult", "render_joiner_config", "run_zookeeper_change"]
@@ -86,8 +80,8 @@ class ZooKeeperRequest:
     command_config: str | None = None
     kafka_client: dict[str, str] = field(default_factory=dict)
     zk_auth: str | None = None
-    zk_sasl: Any = None  # core.zookeeper.ZkSasl of --zk-jaas-file
-    zk_tls: Any = None  # core.zookeeper.ZkTls of --zk-client-config: every server dialled at its secureClientPort
+    zk_sasl: Any = None  # core.zookeeper.auth.ZkSasl of --zk-jaas-file
+    zk_tls: Any = None  # core.zookeeper.auth.ZkTls of --zk-client-config: every server dialled at its secureClientPort
     joiner_timeout_s: float = 120.0
     confirm_timeout_s: float = 60.0
     post_timeout_s: float = 90.0

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from migrate.errors import BadInput
-from migrate.core.zookeeper.ensemble import Server
+from migrate.core.zookeeper.config import Server
 from migrate.core.playbook import NewBroker, parse_playbook
 from migrate.files import load_playbook
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from migrate.core.versions import check_kafka_version, check_zookeeper_version, release_tuple, supports_max_timestamp
+from migrate.core.versions import (
+    check_kafka_version, check_zookeeper_version, parse_version, release_tuple, supports_max_timestamp, version_problem,
+)
 from migrate.errors import BadInput
 
 
@@ -98,3 +100,15 @@ def test_the_cluster_file_keeps_the_protocol_version():
     snap = _snapshot(_broker(1, "2.8", "2.4-IV1"))
     again = snapshot_from_json(snapshot_to_json(snap))
     assert (again.brokers[0].version, again.brokers[0].protocol_version) == ("2.8", "2.4-IV1")
+
+
+def test_parse_version():
+    assert parse_version("3.8.6") == (3, 8, 6)
+    assert parse_version("3.4.14-abc") == (3, 4, 14)
+    assert parse_version(None) is None and parse_version("x") is None
+
+
+def test_version_rule():
+    assert version_problem("server 1", "3.4.14-abc") is not None
+    assert version_problem("server 1", "3.5.0") is None
+    assert version_problem("server 1", "3.8.6-6df2608") is None

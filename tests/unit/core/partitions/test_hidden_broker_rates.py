@@ -8,7 +8,7 @@ import pytest
 from migrate.core.playbook import ZooKeeperSettings
 from migrate.core.partitions.throttles import BROKER_THROTTLE_CONFIGS, rates_in_znode
 from migrate.core.versions import HIDDEN_RATES_OVERRIDE, hides_broker_rates, rates_from_zookeeper
-from migrate.core.zookeeper.ensemble import parse_server_spec
+from migrate.core.zookeeper.config import parse_server_spec
 from migrate.errors import BadInput
 
 

@@ -15,7 +15,7 @@ from migrate.core.plan.audit import (
     tolerance,
 )
 from migrate.core.model import Broker, ClusterSnapshot
-from migrate.core.zookeeper.ensemble import Server
+from migrate.core.zookeeper.config import Server
 from migrate.core.plan.document import BrokerTotal, Finding
 from migrate.core.plan.planner import build_plan, plan_zookeeper
 
