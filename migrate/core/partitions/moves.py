@@ -2,8 +2,8 @@
 
 :class:`PartitionMove` is the one move type of kmigrate: the plan's moves
 (:class:`migrate.core.plan.document.MoveList`) and the partitions runner's are both of it. :class:`InFlight`
-is a reassignment as the cluster lists it; :func:`plan_targets` asks the planner for the targets
-of topics; :func:`copied` counts the bytes a move has copied so far.
+is a reassignment as the cluster lists it; :func:`plan_targets` gives the targets of topics by the
+planner's rule; :func:`copied` counts the bytes a move has copied so far.
 
     >>> m = PartitionMove("t", 0, (1, 2), (4, 5), size_bytes=10)
     >>> m.adding, m.removing, m.bytes_to_copy
@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble
+from migrate.core.model import Broker, Partition, Topic
+from migrate.core.plan.targets import replica_targets
 
 ReplicaKey = tuple[str, int, int]  # (topic, partition, broker)
 
@@ -139,7 +140,8 @@ def copied(move: PartitionMove, sizes: Mapping[ReplicaKey, int | None], finished
 def plan_targets(topics: Sequence[Topic], brokers: Sequence[Broker], mapping: Mapping[int, int],
                  keep: Iterable[int] = ()) -> tuple[dict[tuple[str, int], tuple[int, ...]], list[str]]:
     """Target replicas of every partition of ``topics`` that must move, by the planner's rule
-    (:func:`migrate.core.plan.planner.build_plan`: each old id replaced in place by its new id, an id
+    (:func:`migrate.core.plan.targets.replica_targets`, what :func:`migrate.core.plan.planner.build_plan`
+    plans with: each old id replaced in place by its new id, an id
     without mapping kept with a warning, invalid lists repaired across racks, preferred leaders
     balanced), and the planner's warnings. Partitions already on target are absent.
 
@@ -152,21 +154,11 @@ def plan_targets(topics: Sequence[Topic], brokers: Sequence[Broker], mapping: Ma
     >>> sorted(plan_targets([t], bs, {1: 4, 2: 5})[0][("t", 0)])
     [4, 5]
     """
-    from migrate.core.plan.planner import build_plan
-    from migrate.core.playbook import BrokerSettings, KafkaSettings, Playbook, ZooKeeperSettings
-
     if not topics:
         return {}, []
-    snapshot = ClusterSnapshot(zookeeper=ZkEnsemble(connect="localhost:2181"), brokers=tuple(brokers),
-                               topics=tuple(topics))
-    playbook = Playbook(
-        source="kmigrate partitions",
-        kafka=KafkaSettings(bootstrap_servers="localhost:9092"),
-        zookeeper=ZooKeeperSettings(connect="localhost:2181"),
-        brokers=BrokerSettings(mapping=dict(mapping), keep=tuple(sorted(set(keep)))),
-    )
-    plan = build_plan(snapshot, playbook, allow_merge=True)
-    return {(m.topic, m.partition): tuple(m.target) for m in plan.moves}, list(plan.warnings)
+    targets = replica_targets(topics, {b.id: b.rack for b in brokers}, {b.id for b in brokers if b.alive},
+                              {int(k): int(v) for k, v in mapping.items()}, keep)
+    return {(t, p): tuple(target) for t, p, _, target, _ in targets.rows}, list(targets.warnings)
 
 
 def errors_line(errors: Mapping[tuple[str, int], str]) -> str:

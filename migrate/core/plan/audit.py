@@ -55,23 +55,14 @@ from typing import Iterable, Mapping, Sequence
 
 from migrate.core.model import ClusterSnapshot, parse_rack
 from migrate.core.plan.document import BrokerTotal, Finding, ZkPlan
+from migrate.core.plan.targets import shown_ids
 from migrate.core.playbook import Playbook
 from migrate.core.versions import KAFKA_RANGE, hides_broker_rates, release_tuple, supports_reconfig
 from migrate.core.units import format_bytes, format_duration, format_rate, parse_connect, split_host_port
 from migrate.core.zookeeper.config import PARTICIPANT
 from migrate.core.zookeeper.change import low_joiner_ids, voter_count_risk
 
-_MAX_LISTED = 8
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
-
-
-def shown_ids(ids: Iterable[object], limit: int = _MAX_LISTED) -> str:
-    """Ids for a message: the first ``limit``, then ``and N more``."""
-    items = list(ids)
-    shown = ", ".join(map(str, items[:limit]))
-    if len(items) > limit:
-        shown += f" and {len(items) - limit} more"
-    return shown
 
 
 def sort_findings(findings: Iterable[Finding]) -> tuple[Finding, ...]:

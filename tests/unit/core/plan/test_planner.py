@@ -13,7 +13,7 @@ from migrate.errors import BadInput
 from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, parse_rack
 from migrate.core.plan.placement import Domains, DomainRules, round_robin
 from migrate.core.plan.document import PartitionMove, Plan, plan_from_json, plan_to_dict, plan_to_json
-from migrate.core.plan.planner import balance_leaders, build_plan, plan_from_reassignment_json, reassignment_json
+from migrate.core.plan.planner import build_plan, plan_from_reassignment_json, reassignment_json
 from migrate.core.playbook import (
     BrokerSettings,
     KafkaSettings,
@@ -171,12 +171,6 @@ def test_leaders_are_rebalanced_when_the_old_layout_was_not(kb):
     plan = build_plan(snap, kb.playbook())
     assert Counter(m.target[0] for m in plan.moves) == {4: 2, 5: 2, 6: 2}
     assert all(sorted(m.target) == [4, 5, 6] for m in plan.moves)
-
-
-def test_balance_leaders_respects_fixed_leaders():
-    leaders = balance_leaders([(1, 2), (1, 2), (1, 2)], fixed_leaders={1: 2})
-    assert Counter(leaders) + Counter({1: 2}) == Counter({1: 3, 2: 2}) or Counter(leaders)[2] == 3
-    assert max((Counter(leaders) + Counter({1: 2})).values()) == 3
 
 
 # --------------------------------------------------------------------------- determinism and formats
@@ -448,20 +442,20 @@ def test_large_plan_is_linear_enough(kb):
 @given(raw=clusters())
 def test_cache_limit_does_not_change_the_plan(kb, raw):
     """Beyond the cache of distinct replica tuples, partitions are counted one by one: same plan."""
-    import migrate.core.plan.planner as planner_module
+    import migrate.core.plan.targets as targets_module
 
     snap, pb, _racks = _cluster(kb, raw)
     text = plan_to_json(build_plan(snap, pb))
-    saved = planner_module._CACHE_LIMIT
+    saved = targets_module._CACHE_LIMIT
     try:
-        planner_module._CACHE_LIMIT = 1
+        targets_module._CACHE_LIMIT = 1
         assert plan_to_json(build_plan(snap, pb)) == text
     finally:
-        planner_module._CACHE_LIMIT = saved
+        targets_module._CACHE_LIMIT = saved
 
 
 def test_cache_limit_with_repairs_unmapped_and_unknown_sizes(kb):
-    import migrate.core.plan.planner as planner_module
+    import migrate.core.plan.targets as targets_module
 
     racks = {**kb.PROCEDURE_RACKS, 7: "AD-1/FD-3"}
     snap = kb.snapshot({"t": [(1, 4, 5), (1, 2, 7), (4, 5, 6), (1, 2, 3), (2, 3, 1)]}, racks=racks)
@@ -473,12 +467,12 @@ def test_cache_limit_with_repairs_unmapped_and_unknown_sizes(kb):
             for p in t.partitions)) for t in snap.topics),
     )
     normal = build_plan(snap, kb.playbook())
-    saved = planner_module._CACHE_LIMIT
+    saved = targets_module._CACHE_LIMIT
     try:
-        planner_module._CACHE_LIMIT = 0
+        targets_module._CACHE_LIMIT = 0
         assert plan_to_json(build_plan(snap, kb.playbook())) == plan_to_json(normal)
     finally:
-        planner_module._CACHE_LIMIT = saved
+        targets_module._CACHE_LIMIT = saved
     assert [t.unknown_sizes for t in normal.topic_totals] == [1]
     assert any(f.code == "size.unknown" for f in normal.findings)
     # partition 4 is led by its last replica (1): it sends the bytes
