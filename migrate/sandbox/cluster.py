@@ -1,70 +1,38 @@
 """Start, inspect, fault and stop a real local Kafka + ZooKeeper cluster.
 
-Each node is one detached JVM process (its own session), so a sandbox outlives the command
-that started it. ``state.json`` in the sandbox directory records every node, its address and
+Each node is one detached JVM process (its own session: ``supervisor``), so a sandbox outlives the
+command that started it. ``state.json`` in the sandbox directory records every node, its address and
 pid; it is written after each process starts, so ``down`` can clean up after a crash mid-``up``.
-A pid is only signalled when its command line names that node's directory (no stray kills
-after pid reuse).
+What each node runs is in ``launch``, what the running cluster says (readiness, roles) in ``probes``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
-import socket
-import subprocess
-import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 import javaproperties
 
 from migrate.adapters.zookeeper import fourletter
-from migrate.adapters.processes import command_line, process_state
-from migrate.adapters.jars import (
-    KAFKA_MAIN, KAFKA_VERSION, ZOOKEEPER_MAIN, ZOOKEEPER_VERSION, Distribution, cache_dir, ensure_distribution,
-)
-from migrate.errors import BadInput, StepFailed
-from migrate.waiting import poll, wait_until
+from migrate.adapters.jars import KAFKA_VERSION, ZOOKEEPER_VERSION, Distribution, cache_dir, ensure_distribution
+from migrate.errors import BadInput
+from migrate.sandbox import launch, probes
 from migrate.sandbox import security as sandbox_security
-from migrate.sandbox.layout import BrokerNode, SandboxSpec, ZkNode, log4j_properties, server_properties, zoo_cfg
-from migrate.files import write_private
+from migrate.sandbox.layout import BrokerNode, SandboxSpec, ZkNode
 from migrate.sandbox.security import SandboxSecurity
+from migrate.sandbox.supervisor import STATE_FILE, NodeProcesses, NodeState, read_state, write_state
 
-STATE_FILE = "state.json"
 TARGET_DIR = "target"  # the second, separate cluster of ``sandbox up --target-cluster``
-STATE_VERSION = 1
 
 
 def default_sandbox_dir() -> Path:
     """$KMIGRATE_SANDBOX_DIR, else ``<kmigrate cache>/sandbox``."""
     env = os.environ.get("KMIGRATE_SANDBOX_DIR")
     return Path(env) if env else cache_dir() / "sandbox"
-
-
-def _port_free(host: str, port: int) -> bool:
-    """True when a server could listen on ``host:port`` now.
-
-    The probe binds as the servers do, with ``SO_REUSEADDR``: connections of a stopped server still in
-    TIME_WAIT do not keep its port (Java's servers bind over them); a socket listening there does.
-    """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def _zookeeper(hosts: str, timeout_s: float, auth: list[tuple[str, str]] | None = None):
-    """A ZooKeeper session (``migrate.adapters.zookeeper.client``); BadInput when no server answers in time."""
-    from migrate.adapters.zookeeper.client import ZooKeeper  # kazoo loads when a sandbox is asked, not at every start
-
-    return ZooKeeper.connect(hosts, auth=auth, timeout_s=timeout_s)
 
 
 def fetch_jars(kafka_version: str = KAFKA_VERSION, zookeeper_version: str = ZOOKEEPER_VERSION):
@@ -77,39 +45,6 @@ def fetch_jars(kafka_version: str = KAFKA_VERSION, zookeeper_version: str = ZOOK
     return dist, kafka_source_jars()
 
 
-@dataclass
-class NodeState:
-    kind: str  # "zookeeper" | "kafka"
-    id: int
-    host: str
-    dir: str
-    pid: int | None = None
-    spare: bool = False  # spare broker / ZooKeeper joiner
-
-    @property
-    def name(self) -> str:
-        return f"{self.kind}-{self.id}"
-
-
-def _zookeeper_role(mode: str, server_id: int, joiner: bool, members: dict[int, str] | None) -> str:
-    """The role ``sandbox status`` shows: the server's own mode (srvr), unless the committed config says
-    more. A joiner (a spare server, started with the committed config plus itself as an observer) follows
-    without a vote until a reconfig makes it a participant; srvr calls it a follower. A server the
-    committed config no longer lists, and that was no joiner, was removed by a reconfig."""
-    if mode == "stopped" or members is None:
-        return mode
-    role = members.get(server_id)
-    if role is None and not joiner:
-        return "removed"  # running, often no longer serving: out of the ensemble either way
-    if mode == "not serving":
-        return mode
-    if role is None:
-        return "non-voting follower (joiner)"
-    if role == "observer":
-        return "non-voting follower (joiner)" if joiner else "non-voting follower (observer)"
-    return mode
-
-
 class Sandbox:
     """A sandbox cluster in ``directory``. Methods are safe to call from another process than the one that started it."""
 
@@ -117,35 +52,18 @@ class Sandbox:
         self.dir = Path(directory) if directory else default_sandbox_dir()
         self.spec: SandboxSpec | None = None
         self.nodes: dict[str, NodeState] = {}
-        self._children: dict[int, subprocess.Popen] = {}
+        self.processes = NodeProcesses()
         self._dists: dict[tuple[str, str], Distribution] = {}
-        self.started_s: dict[str, float] = {}
         if (self.dir / STATE_FILE).exists():
             self._load()
 
     # ----------------------------------------------------------------- state
     def _load(self) -> None:
-        try:
-            raw = json.loads((self.dir / STATE_FILE).read_text())
-            if raw.get("version") != STATE_VERSION:
-                raise ValueError("version")
-            spec = dict(raw["spec"])
-            for key in ("zookeeper_ids", "spare_zookeeper_ids", "broker_ids", "spare_broker_ids"):
-                spec[key] = tuple(spec[key])
-            self.spec = SandboxSpec(**spec)
-            self.nodes = {n["kind"] + "-" + str(n["id"]): NodeState(**n) for n in raw["nodes"]}
-        except (ValueError, KeyError, TypeError) as exc:
-            raise BadInput(
-                f"{self.dir / STATE_FILE} is not a kmigrate sandbox state file ({exc}): remove it or choose another --dir"
-            ) from None
+        self.spec, self.nodes = read_state(self.dir)
 
     def _save(self) -> None:
         assert self.spec is not None
-        self.dir.mkdir(parents=True, exist_ok=True)
-        raw = {"version": STATE_VERSION, "spec": asdict(self.spec), "nodes": [asdict(n) for n in self.nodes.values()]}
-        tmp = self.dir / (STATE_FILE + ".tmp")
-        tmp.write_text(json.dumps(raw, indent=2, sort_keys=True))
-        tmp.replace(self.dir / STATE_FILE)
+        write_state(self.dir, self.spec, self.nodes)
 
     @property
     def exists(self) -> bool:
@@ -180,10 +98,6 @@ class Sandbox:
 
         return ClientSettings(bootstrap or self.bootstrap_servers(), self.kafka_settings(user))
 
-    def _zookeeper_auth(self) -> list[tuple[str, str]] | None:
-        sec = self.security
-        return sec.zookeeper_auth() if sec else None
-
     @property
     def dist(self) -> Distribution:
         """The jars of the sandbox's releases: its ZooKeeper servers, and its brokers but those
@@ -205,52 +119,14 @@ class Sandbox:
 
     # ------------------------------------------------------------- processes
     def is_alive(self, name: str) -> bool:
-        node = self.nodes[name]
-        if node.pid is None:
-            return False
-        child = self._children.get(node.pid)
-        if child is not None:
-            # Our own child: trust poll(). (Between fork and exec its cmdline is still ours, not the JVM's.)
-            return child.poll() is None
-        state = process_state(node.pid)
-        if state is None or state in ("Z", "X"):
-            return False
-        return node.dir in " ".join(command_line(node.pid))
+        return self.processes.is_alive(self.nodes[name])
 
     def running(self) -> list[str]:
         return [name for name in self.nodes if self.is_alive(name)]
 
     def _spawn(self, node: NodeState, command: list[str]) -> None:
-        out = open(Path(node.dir) / "stdout.log", "ab")
-        try:
-            proc = subprocess.Popen(
-                command, cwd=node.dir, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        finally:
-            out.close()
-        self._children[proc.pid] = proc
-        node.pid = proc.pid
-        self.started_s[node.name] = time.monotonic()
+        self.processes.start(node, command)
         self._save()
-
-    def _signal(self, name: str, sig: int) -> None:
-        node = self.node(name)
-        if not self.is_alive(name):
-            raise BadInput(f"{name} is not running: start it with kmigrate sandbox restart {name}")
-        os.kill(node.pid, sig)  # type: ignore[arg-type]
-
-    def _wait_dead(self, name: str, timeout_s: float) -> bool:
-        if poll(lambda: not self.is_alive(name), timeout_s=timeout_s, interval_s=0.1):
-            self._reap(name)
-            return True
-        return False
-
-    def _reap(self, name: str) -> None:
-        pid = self.nodes[name].pid
-        child = self._children.pop(pid, None) if pid is not None else None
-        if child is not None:
-            child.wait(timeout=5)
 
     # ------------------------------------------------------------------- up
     def up(self, spec: SandboxSpec, progress: Callable[[str], None] = lambda msg: None) -> None:
@@ -261,7 +137,7 @@ class Sandbox:
                 f"a sandbox is already running in {self.dir} ({', '.join(running)}): "
                 "run kmigrate sandbox down first, or use another --dir"
             )
-        self._check_ports(spec)
+        launch.check_ports(spec)
         dist = self._dist_of(spec.kafka_version, spec.zookeeper_version)  # fetched before anything is removed
         for b in spec.brokers:
             self._dist_of(spec.kafka_version_of(b.id), spec.zookeeper_version)
@@ -294,15 +170,15 @@ class Sandbox:
                 return
             if self.security is not None:
                 progress("writing the Kafka users into ZooKeeper")
-                self._seed_zookeeper(self.security)
+                launch.seed_zookeeper(spec, self.security)
             progress(f"starting brokers {[b.id for b in old]}")
             for b in old:
                 self._start_broker(b, spec.zookeeper_connect())
             self.wait_brokers([b.name for b in old], timeout_s=180)
             if self.security is not None:
                 progress("granting the Kafka users' ACLs")
-                self._grant_acls()
-            self._create_offsets_topic()
+                launch.grant_acls(spec, self.kafka_settings("admin"))
+            probes.create_offsets_topic(spec.bootstrap_servers(spare=False), self.kafka_settings())
             spares = [b for b in spec.brokers if b.spare]
             if spares:
                 progress(f"starting spare brokers {[b.id for b in spares]}")
@@ -333,50 +209,10 @@ class Sandbox:
             self.down()
             raise
 
-    def _check_ports(self, spec: SandboxSpec) -> None:
-        wanted = [(z.host, p) for z in spec.zookeepers for p in (z.client_port, z.quorum_port, z.election_port)]
-        wanted += [(b.host, b.port) for b in spec.brokers]
-        for host, port in wanted:
-            if not _port_free(host, port):
-                raise BadInput(
-                    f"{host}:{port} is in use: stop what listens there, or pick other ports "
-                    "(--kafka-port, --zookeeper-port) or addresses (--ip-prefix)"
-                )
-
-    def _seed_zookeeper(self, sec: SandboxSecurity) -> None:
-        """Write the SCRAM credentials of the Kafka users (``<chroot>/config/users/<user>``, as Kafka's
-        ConfigCommand does) before any broker starts, with the ACLs brokers with ``zookeeper.set.acl``
-        give them: only the brokers' ZooKeeper user may touch them."""
-        from migrate.sandbox.security import MECHANISM, USERS, ZK_BROKER_USER, scram_credential, uses_sasl
-
-        spec = self._require()
-        owner = [("sasl", ZK_BROKER_USER, "cdrwa")]
-        readable = owner + [("world", "anyone", "r")]
-        hosts = ",".join(f"{z.host}:{z.client_port}" for z in spec.voters())
-        with _zookeeper(hosts, timeout_s=30, auth=sec.zookeeper_auth()) as zk:
-            if spec.chroot:
-                zk.write(spec.chroot, b"", acl=readable)
-            zk.write(f"{spec.chroot}/config", b"", acl=readable)
-            if not uses_sasl(spec.security):
-                return
-            zk.write(f"{spec.chroot}/config/users", b"", acl=owner)
-            for user in USERS:
-                credential = scram_credential(sec.password(user), os.urandom(32))
-                data = json.dumps({"version": 1, "config": {MECHANISM: credential}}).encode()
-                zk.write(f"{spec.chroot}/config/users/{user}", data, acl=owner)
-
-    def _grant_acls(self) -> None:
-        from migrate.adapters.kafka.local_cluster import grant
-        from migrate.sandbox.security import KMIGRATE_ACLS
-
-        grant(self._require().bootstrap_servers(spare=False), self.kafka_settings("admin"), KMIGRATE_ACLS)
-
     def committed_zookeeper_config(self) -> str:
         """The committed dynamic config (``server.N=...`` lines and ``version=``) read from a running voter."""
         spec = self._require()
-        hosts = ",".join(f"{z.host}:{z.client_port}" for z in spec.zookeepers if self.is_alive(z.name))
-        with _zookeeper(hosts, timeout_s=30) as zk:
-            return (zk.read("/zookeeper/config") or b"").decode()
+        return probes.committed_config(",".join(f"{z.host}:{z.client_port}" for z in spec.zookeepers if self.is_alive(z.name)))
 
     def start_joiners(self, joiners: list[ZkNode]) -> None:
         """Start ``joiners`` with the committed config plus every joiner as an observer; wait until they follow."""
@@ -387,55 +223,20 @@ class Sandbox:
         self.wait_zookeeper([j.name for j in joiners], timeout_s=90)
 
     def _start_zookeeper(self, z: ZkNode, dynamic: str, dist: Distribution) -> None:
-        spec = self._require()
         node = self.nodes[z.name]
-        home = Path(node.dir)
-        (home / "data").mkdir(parents=True, exist_ok=True)
-        (home / "data" / "myid").write_text(f"{z.id}\n")
-        (home / "zoo.cfg.dynamic").write_text(dynamic)
-        sec = self.security
-        cfg = zoo_cfg(str(home / "data"), str(home / "zoo.cfg.dynamic"), sec.zoo_cfg_lines() if sec else None)
-        if spec.zookeeper_tls and sec is not None:
-            cfg += "\n".join(sec.zookeeper_tls_lines(z.id, z.host, z.client_port + 1)) + "\n"
-        if sec is not None:
-            write_private(home / "zoo.cfg", cfg)  # the super user's digest
-        else:
-            (home / "zoo.cfg").write_text(cfg)
-        (home / "log4j.properties").write_text(log4j_properties(str(home / "zookeeper.log")))
-        self._launch_zookeeper(node, spec, dist)
+        launch.write_zookeeper_files(Path(node.dir), z, dynamic, self._require(), self.security)
+        self._launch_zookeeper(node, self._require(), dist)
 
     def _launch_zookeeper(self, node: NodeState, spec: SandboxSpec, dist: Distribution) -> None:
-        home = Path(node.dir)
-        opts = [
-            f"-Xmx{spec.zookeeper_heap_mb}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-            "-XX:+ExitOnOutOfMemoryError", f"-Dlog4j.configuration=file:{home / 'log4j.properties'}",
-            f"-Dzookeeper.log.dir={home}", "-Dzookeeper.jmx.log4j.disable=true",
-            *(self.security.zookeeper_jvm_options() if self.security else []),
-        ]
-        self._spawn(node, dist.java_command(ZOOKEEPER_MAIN, [str(home / "zoo.cfg")], opts))
+        self._spawn(node, launch.zookeeper_command(Path(node.dir), spec, dist, self.security))
 
     def _start_broker(self, b: BrokerNode, zookeeper_connect: str) -> None:
-        spec = self._require()
         node = self.nodes[b.name]
-        home = Path(node.dir)
-        (home / "data").mkdir(parents=True, exist_ok=True)
-        props = server_properties(spec, b, str(home / "data"), zookeeper_connect)
-        if self.security is not None:
-            props.update(self.security.broker_properties(b.id, b.address))
-            props.update(spec.kafka_settings)
-        write_private(home / "server.properties", javaproperties.dumps(props, timestamp=False, sort_keys=True))
-        (home / "log4j.properties").write_text(log4j_properties(str(home / "server.log")))
-        self._launch_broker(node, spec, self.broker_dist(node.id))
+        launch.write_broker_files(Path(node.dir), b, zookeeper_connect, self._require(), self.security)
+        self._launch_broker(node, self._require(), self.broker_dist(node.id))
 
     def _launch_broker(self, node: NodeState, spec: SandboxSpec, dist: Distribution) -> None:
-        home = Path(node.dir)
-        opts = [
-            f"-Xmx{spec.kafka_heap_mb}m", f"-Xms{spec.kafka_heap_mb}m", "-XX:+UseSerialGC",
-            "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
-            f"-Dlog4j.configuration=file:{home / 'log4j.properties'}", f"-Dkafka.logs.dir={home}",
-            *(self.security.broker_jvm_options() if self.security else []),
-        ]
-        self._spawn(node, dist.java_command(KAFKA_MAIN, [str(home / "server.properties")], opts))
+        self._spawn(node, launch.broker_command(Path(node.dir), spec, dist, self.security))
 
     def broker_properties(self, broker_id: int) -> dict[str, str]:
         with open(Path(self.node(f"kafka-{broker_id}").dir) / "server.properties") as f:
@@ -444,50 +245,13 @@ class Sandbox:
     # -------------------------------------------------------------- readiness
     def wait_zookeeper(self, names: list[str], timeout_s: float = 60) -> dict[str, fourletter.ServerStat]:
         """Wait until each named server answers ``srvr`` with a mode (a quorum is formed for it)."""
-        ready: dict[str, fourletter.ServerStat] = {}
-        if not names:
-            return ready
-
-        def all_serving() -> dict[str, fourletter.ServerStat] | None:
-            for name in names:
-                if name in ready:
-                    continue
-                node = self.nodes[name]
-                if not self.is_alive(name):
-                    raise StepFailed(f"{name} exited while starting: see {node.dir}/zookeeper.log")
-                try:
-                    ready[name] = fourletter.srvr(node.host, self.spec.zookeeper_client_port, timeout_s=2)
-                except (OSError, ValueError):
-                    pass
-            return ready if len(ready) == len(names) else None
-
-        def late() -> StepFailed:
-            missing = [n for n in names if n not in ready]
-            return StepFailed(f"ZooKeeper {', '.join(missing)} not serving after {timeout_s:.0f} s: see their zookeeper.log")
-
-        return wait_until(all_serving, timeout_s=timeout_s, interval_s=0.25, what="ZooKeeper", on_timeout=late)
+        return probes.wait_zookeeper([self.nodes[n] for n in names], self.spec, self.processes.is_alive, timeout_s)
 
     def wait_brokers(self, names: list[str], timeout_s: float = 120) -> None:
         """Wait until each broker is registered in ``/brokers/ids`` and answers metadata with its own id."""
-        from migrate.adapters.kafka.local_cluster import broker_serves
-
         spec = self._require()
-        pending = list(names)
-        settings = self.kafka_settings()
-        with _zookeeper(self.zookeeper_connect(chroot=True), timeout_s=30) as zk:
-
-            def all_ready() -> bool:
-                for name in list(pending):
-                    node = self.nodes[name]
-                    if not self.is_alive(name):
-                        raise StepFailed(f"{name} exited while starting: see {node.dir}/server.log")
-                    if str(node.id) in (zk.children("/brokers/ids") or []) and \
-                            broker_serves(f"{node.host}:{spec.kafka_port}", node.id, settings):
-                        pending.remove(name)
-                return not pending
-
-            wait_until(all_ready, timeout_s=timeout_s, interval_s=0.5, what="brokers", on_timeout=lambda: StepFailed(
-                f"{', '.join(pending)} not ready after {timeout_s:.0f} s: see their server.log"))
+        probes.wait_brokers([self.nodes[n] for n in names], spec, self.zookeeper_connect(chroot=True),
+                            self.kafka_settings(), self.processes.is_alive, timeout_s)
 
     def wait_healthy(self, timeout_s: float = 300, bootstrap: str | None = None,
                      progress: Callable[[str], None] = lambda msg: None) -> None:
@@ -508,14 +272,6 @@ class Sandbox:
         for b in broker_ids:
             progress(f"restarting broker {b} with zookeeper.connect={zookeeper_connect}")
             self.restart_broker(b, zookeeper_connect, health_timeout_s=timeout_s, progress=progress)
-
-    def _create_offsets_topic(self, timeout_s: float = 90) -> None:
-        """Have the old brokers create ``__consumer_offsets`` now, before spares start (spares hold no partitions)."""
-        from migrate.adapters.kafka.local_cluster import KafkaProbe
-
-        probe = KafkaProbe(self._require().bootstrap_servers(spare=False), settings=self.kafka_settings())
-        wait_until(probe.offsets_topic_led, timeout_s=timeout_s, interval_s=0.5, what="__consumer_offsets",
-                   on_timeout=lambda: StepFailed("__consumer_offsets was not created in time: see the brokers' server.log"))
 
     # ------------------------------------------------------------- addresses
     def zookeeper_connect(self, chroot: bool = False) -> str:
@@ -558,79 +314,37 @@ class Sandbox:
         """One row per node: name, kind, id, address, pid, running, role (ZooKeeper mode, controller)."""
         spec = self._require()
         controller = self._controller_id()
-        members = self._ensemble_roles()
-        rows = []
-        for name, node in self.nodes.items():
-            alive = self.is_alive(name)
-            row = {"name": name, "kind": node.kind, "id": node.id, "pid": node.pid if alive else None,
-                   "running": alive, "spare": node.spare}
-            if node.kind == "zookeeper":
-                row["address"] = f"{node.host}:{spec.zookeeper_client_port}"
-                role = "stopped"
-                if alive:
-                    try:
-                        role = fourletter.srvr(node.host, spec.zookeeper_client_port).mode
-                    except (OSError, ValueError):
-                        role = "not serving"
-                row["role"] = _zookeeper_role(role, node.id, node.spare, members)
-            else:
-                row["address"] = f"{node.host}:{spec.kafka_port}"
-                row["rack"] = next(b.rack for b in spec.brokers if b.id == node.id)
-                row["role"] = ("controller" if controller == node.id else "broker") if alive else "stopped"
-            rows.append(row)
+        members = probes.ensemble_roles(",".join(f"{z.host}:{z.client_port}" for z in spec.zookeepers
+                                                 if self.is_alive(z.name)))
+        rows = [probes.status_row(node, spec, self.is_alive(name), controller, members) for name, node in self.nodes.items()]
         target = self.target
         if target is not None:  # sandbox up --target-cluster: its nodes as target/<name>
             rows += [{**row, "name": f"{TARGET_DIR}/{row['name']}", "cluster": "target"} for row in target.status()]
         return rows
 
-    def _ensemble_roles(self) -> dict[int, str] | None:
-        """Server id -> participant/observer in the committed dynamic config (None: not readable now)."""
-        from migrate.core.zookeeper.config import parse_server_line
-
-        spec = self._require()
-        hosts = ",".join(f"{z.host}:{z.client_port}" for z in spec.zookeepers if self.is_alive(z.name))
-        if not hosts:
-            return None
-        try:
-            with _zookeeper(hosts, timeout_s=10) as zk:
-                lines = (zk.read("/zookeeper/config") or b"").decode().splitlines()
-            return {s.id: s.role for s in (parse_server_line(ln) for ln in lines if ln.startswith("server."))}
-        except Exception:  # no quorum, or a config kmigrate cannot read: show the servers' own modes
-            return None
-
     def _controller_id(self) -> int | None:
         spec = self._require()
         if not any(self.is_alive(z.name) for z in spec.zookeepers):
             return None
-        try:
-            with _zookeeper(self.zookeeper_connect(chroot=True), timeout_s=10) as zk:
-                return int(json.loads(zk.read("/controller") or b"")["brokerid"])
-        except Exception:  # no quorum, no controller yet, or not its JSON: no controller to show
-            return None
+        return probes.controller_id(self.zookeeper_connect(chroot=True))
 
     # -------------------------------------------------------- fault injection
     def stop(self, name: str, timeout_s: float = 60) -> None:
         """Stop a node gracefully (SIGTERM; SIGKILL after ``timeout_s``)."""
         node = self.node(name)
-        if not self.is_alive(name):
-            return
-        os.kill(node.pid, signal.SIGCONT)  # a paused node cannot shut down
-        os.kill(node.pid, signal.SIGTERM)
-        if not self._wait_dead(name, timeout_s):
-            os.kill(node.pid, signal.SIGKILL)
-            self._wait_dead(name, 10)
+        if self.is_alive(name):
+            self.processes.stop([node], timeout_s)
 
     def kill(self, name: str) -> None:
         """kill -9 a node."""
-        self._signal(name, signal.SIGKILL)
-        self._wait_dead(name, 10)
+        self.processes.kill(self.node(name))
 
     def pause(self, name: str) -> None:
         """SIGSTOP a node: it stays up but answers nothing (a hung host)."""
-        self._signal(name, signal.SIGSTOP)
+        self.processes.signal(self.node(name), signal.SIGSTOP)
 
     def resume(self, name: str) -> None:
-        self._signal(name, signal.SIGCONT)
+        self.processes.signal(self.node(name), signal.SIGCONT)
 
     def start(self, name: str, wait: bool = True) -> None:
         """Start a stopped node again with its current config files (ZooKeeper rewrites its own)."""
@@ -645,27 +359,10 @@ class Sandbox:
             if wait:
                 self.wait_zookeeper([name], timeout_s=90)
         else:
-            self._wait_registration_gone(node)
+            probes.wait_registration_gone(self.zookeeper_connect(chroot=True), node.id)
             self._launch_broker(node, spec, self.broker_dist(node.id))
             if wait:
                 self.wait_brokers([name], timeout_s=180)
-
-    def _wait_registration_gone(self, node: NodeState, timeout_s: float = 60) -> None:
-        """Wait until a killed broker's ``/brokers/ids/<id>`` is gone before it starts again.
-
-        A broker killed with SIGKILL leaves its ephemeral registration until its ZooKeeper session
-        expires (``zookeeper.session.timeout.ms``, 18 s here). A broker that starts before then finds
-        the node owned by another session and exits with NodeExistsException.
-        """
-        try:
-            zk = _zookeeper(self.zookeeper_connect(chroot=True), timeout_s=15)
-        except BadInput:  # no quorum: the broker will wait for it itself
-            return
-        with zk:
-            wait_until(lambda: zk.read(f"/brokers/ids/{node.id}") is None, timeout_s=timeout_s, interval_s=0.25,
-                       what="the old registration to go", on_timeout=lambda: StepFailed(
-                           f"broker id {node.id} is still registered in ZooKeeper after {timeout_s:.0f} s: "
-                           f"is another broker with that id running?"))
 
     def restart(self, name: str, wait: bool = True, health_timeout_s: float | None = None,
                 progress: Callable[[str], None] = lambda msg: None) -> None:
@@ -712,13 +409,7 @@ class Sandbox:
         brokers = [n for n in alive if self.nodes[n].kind == "kafka"]
         # Brokers all at once: a controlled shutdown of each in turn is slow and buys nothing here.
         for group in (brokers, [n for n in alive if n not in brokers]):
-            for name in group:
-                os.kill(self.nodes[name].pid, signal.SIGCONT)
-                os.kill(self.nodes[name].pid, signal.SIGTERM)
-            for name in group:
-                if not self._wait_dead(name, 30):
-                    os.kill(self.nodes[name].pid, signal.SIGKILL)
-                    self._wait_dead(name, 10)
-                stopped.append(self.nodes[name].pid)
+            self.processes.stop([self.nodes[name] for name in group], 30)
+            stopped += [self.nodes[name].pid for name in group]
         self._save()
         return stopped

@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from migrate.sandbox.cluster import Sandbox, _port_free
+from migrate.sandbox.cluster import Sandbox
+from migrate.sandbox.launch import port_free
 from migrate.sandbox.layout import SandboxSpec
 
 PORTS = (2181, 2182, 2888, 3888, 9092)  # 2182: --zookeeper-tls's secureClientPort
@@ -34,7 +35,7 @@ def free_ip_prefix(nodes: int = 8, rng: random.Random | None = None) -> str:
     rng = rng or random.Random()
     for _ in range(200):
         prefix = f"127.{rng.randint(1, 254)}.{rng.randint(0, 254)}"
-        if all(_port_free(f"{prefix}.{i}", p) for i in range(1, nodes + 1) for p in PORTS):
+        if all(port_free(f"{prefix}.{i}", p) for i in range(1, nodes + 1) for p in PORTS):
             return prefix
     raise RuntimeError("no free loopback prefix found for a test cluster")
 

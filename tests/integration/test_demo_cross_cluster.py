@@ -27,8 +27,8 @@ def two_free_prefixes() -> str:
 
 
 def _free(prefix: str) -> bool:
-    from migrate.sandbox.testing import PORTS, _port_free
-    return all(_port_free(f"{prefix}.{i}", p) for i in (1, 2) for p in PORTS)
+    from migrate.sandbox.testing import PORTS, port_free
+    return all(port_free(f"{prefix}.{i}", p) for i in (1, 2) for p in PORTS)
 
 
 def test_demo_cross_cluster_switches_the_canary_losing_nothing(tmp_path):

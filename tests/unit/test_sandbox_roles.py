@@ -1,6 +1,6 @@
 """The ZooKeeper role ``kmigrate sandbox status`` shows, from a server's own mode and the committed config."""
 
-from migrate.sandbox.cluster import _zookeeper_role
+from migrate.sandbox.probes import zookeeper_role as _zookeeper_role
 
 BEFORE = {1: "participant", 2: "participant", 3: "participant"}
 AFTER = {4: "participant", 5: "participant", 6: "participant"}

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,9 @@ from pathlib import Path
 from migrate.adapters.jars import MIRROR_MAKER_MAIN, ensure_distribution
 from migrate.core.mirror.plan import TARGET_ALIAS
 from migrate.errors import BadInput
-from migrate.adapters.processes import command_line, process_state
+from migrate.adapters.processes import (
+    command_line, find_pid, process_state, read_pid_file, reap, spawn, write_pid_file,
+)
 from migrate.files import write_private
 
 PROPERTIES = "mm2.properties"
@@ -53,16 +54,8 @@ def _alive(pid: int) -> bool:
     the MirrorMaker: its command line can read empty for a moment (seen under load just after start)."""
     state = process_state(pid)
     if state == "Z":
-        _reap(pid)
+        reap(pid)
     return state not in (None, "Z", "X")
-
-
-def _reap(pid: int) -> None:
-    """Collect ``pid``'s exit status if it is our child (a test that runs kmigrate in-process)."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 @dataclass(frozen=True)
@@ -94,7 +87,7 @@ class MirrorMakerProcess:
         state = process_state(pid)
         if state is None or state in ("Z", "X"):
             if state == "Z":
-                _reap(pid)
+                reap(pid)
             return False
         args = command_line(pid)
         for _ in range(10 if patient else 0):  # the recorded pid's can read empty for a moment after start
@@ -108,13 +101,10 @@ class MirrorMakerProcess:
         """The running MirrorMaker's pid, or None. A stale pid file (the process gone, or the pid
         reused by another program) is removed."""
         pid_file = self.dir / self.pid_name
-        try:
-            recorded = int(pid_file.read_text().strip())
-        except (OSError, ValueError):
-            recorded = None
+        recorded = read_pid_file(pid_file)
         if recorded is not None and self._ours(recorded, patient=True):
             return recorded
-        found = next((int(d) for d in os.listdir("/proc") if d.isdigit() and self._ours(int(d))), None)
+        found = find_pid(self._ours)
         if found is not None:
             self._write_pid(found)
         elif pid_file.exists():
@@ -128,9 +118,7 @@ class MirrorMakerProcess:
             return None
 
     def _write_pid(self, pid: int) -> None:
-        tmp = self.dir / (self.pid_name + ".tmp")
-        tmp.write_text(f"{pid}\n")
-        tmp.replace(self.dir / self.pid_name)
+        write_pid_file(self.dir / self.pid_name, pid)
 
     def write_properties(self, text: str) -> None:
         write_private(self.properties_path, text)  # it may hold SASL passwords of --*-command-config
@@ -145,9 +133,7 @@ class MirrorMakerProcess:
             MIRROR_MAKER_MAIN, [str(self.properties_path.resolve()), "--clusters", TARGET_ALIAS],
             [f"-Xmx{heap_mb}m", f"-Xms{min(heap_mb, 64)}m", "-XX:+UseSerialGC",
              f"-Dlog4j.configuration=file:{(self.dir / 'log4j.properties').resolve()}"])
-        with open(self.log_path, "ab") as log:
-            proc = subprocess.Popen(command, cwd=self.dir, stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = spawn(command, self.dir, self.log_path)
         self._write_pid(proc.pid)
         return proc.pid
 
@@ -201,7 +187,7 @@ class MirrorMakerProcess:
             how = "SIGKILL"
             while _alive(pid) and time.monotonic() - start < timeout_s + 10:
                 time.sleep(0.1)
-        _reap(pid)
+        reap(pid)
         (self.dir / self.pid_name).unlink(missing_ok=True)
         return StopResult(pid, how, time.monotonic() - start)
 
