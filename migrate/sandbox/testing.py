@@ -24,18 +24,42 @@ from migrate.sandbox.layout import SandboxSpec
 PORTS = (2181, 2182, 2888, 3888, 9092)  # 2182: --zookeeper-tls's secureClientPort
 
 
+def worker_octets() -> range:
+    """The second octets (``127.A``) this process draws its prefixes from: all of them, or under pytest-xdist
+    (``$PYTEST_XDIST_WORKER`` = ``gw<i>`` of ``$PYTEST_XDIST_WORKER_COUNT``) a slice of its own per worker,
+    so that two workers of one run never race for the same prefix between the probe and the servers' bind."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    try:
+        count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+        index = int(worker.removeprefix("gw")) if worker.startswith("gw") else -1
+    except ValueError:
+        return range(1, 255)
+    if count < 2 or not 0 <= index < count:
+        return range(1, 255)
+    span = 254 // count
+    return range(1 + index * span, 1 + (index + 1) * span)
+
+
+_handed_out: set[str] = set()  # prefixes this process returned: never twice (a cluster may not have bound them yet)
+
+
 def free_ip_prefix(nodes: int = 8, rng: random.Random | None = None) -> str:
     """A ``127.A.B`` prefix whose addresses ``.1`` .. ``.nodes`` have the sandbox ports free.
 
+    ``A`` is from :func:`worker_octets`; a prefix is returned once per process.
     $KMIGRATE_TEST_IP_PREFIX forces one.
     """
     forced = os.environ.get("KMIGRATE_TEST_IP_PREFIX")
     if forced:
         return forced
     rng = rng or random.Random()
+    octets = worker_octets()
     for _ in range(200):
-        prefix = f"127.{rng.randint(1, 254)}.{rng.randint(0, 254)}"
+        prefix = f"127.{rng.choice(octets)}.{rng.randint(0, 254)}"
+        if prefix in _handed_out:
+            continue
         if all(port_free(f"{prefix}.{i}", p) for i in range(1, nodes + 1) for p in PORTS):
+            _handed_out.add(prefix)
             return prefix
     raise RuntimeError("no free loopback prefix found for a test cluster")
 

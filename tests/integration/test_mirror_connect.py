@@ -23,9 +23,10 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, To
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from migrate.adapters.jars import ensure_distribution
-from migrate.adapters.mirrormaker.mm2 import LOG4J, free_port
+from migrate.adapters.mirrormaker.mm2 import LOG4J
 from migrate.sandbox import Sandbox
 from migrate.sandbox.testing import free_ip_prefix, stop_process
+from migrate.waiting import poll
 from cli_support import run
 
 pytestmark = pytest.mark.integration
@@ -118,7 +119,9 @@ def _records(bootstrap: str, topics: dict[str, int]) -> dict[str, list]:
 
 
 def _start_connect(home: Path, target: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
+    # Its REST listener on the target cluster's own loopback address (no other test's, whatever the worker),
+    # at Connect's usual port: no free-port probe that a concurrent test could race.
+    host, port = target.split(",")[0].rsplit(":", 1)[0], 8083
     worker = {
         "bootstrap.servers": target, "group.id": "c-connect",
         # a Connect worker's usual converters: the connectors must override them with ByteArrayConverter
@@ -128,7 +131,7 @@ def _start_connect(home: Path, target: str) -> tuple[subprocess.Popen, str]:
         "status.storage.topic": "c-connect-status", "offset.storage.partitions": "3", "status.storage.partitions": "1",
         "offset.storage.replication.factor": "1", "config.storage.replication.factor": "1",
         "status.storage.replication.factor": "1", "exactly.once.source.support": "enabled",
-        "offset.flush.interval.ms": "5000", "plugin.discovery": "service_load", "listeners": f"http://127.0.0.1:{port}",
+        "offset.flush.interval.ms": "5000", "plugin.discovery": "service_load", "listeners": f"http://{host}:{port}",
     }
     (home / "worker.properties").write_text("".join(f"{k}={v}\n" for k, v in worker.items()))
     (home / "log4j.properties").write_text(LOG4J)
@@ -137,7 +140,7 @@ def _start_connect(home: Path, target: str) -> tuple[subprocess.Popen, str]:
     with open(home / "connect.log", "ab") as log:
         proc = subprocess.Popen(command, cwd=home, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
-    return proc, f"http://127.0.0.1:{port}"
+    return proc, f"http://{host}:{port}"
 
 
 def _rest(url: str, body: dict | None = None) -> dict | list:
@@ -149,15 +152,15 @@ def _rest(url: str, body: dict | None = None) -> dict | list:
 
 
 def _until(what: str, check, timeout_s: float, log: Path):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def probe():
         try:
-            result = check()
+            return check()
         except (OSError, urllib.error.URLError, ValueError):
-            result = None
-        if result:
-            return result
-        time.sleep(1)
+            return None
+
+    result = poll(probe, timeout_s=timeout_s, interval_s=1)
+    if result:
+        return result
     tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
     raise AssertionError(f"{what} not reached in {timeout_s:.0f} s; Connect log tail:\n" + "\n".join(tail))
 
