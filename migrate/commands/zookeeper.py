@@ -156,7 +156,8 @@ def zookeeper(
     """Make the joiners voters and remove the old voters, then check the new ensemble and print what must follow."""
     if ctx.invoked_subcommand is not None:
         return
-    from migrate.runner.zookeeper.change import ZooKeeperRequest, run_zookeeper_change
+    from migrate.runner.zookeeper.change import run_zookeeper_change
+    from migrate.runner.zookeeper.request import ZooKeeperRequest
 
     book = _playbook(playbook)
     pl = _plan(plan)

@@ -6,7 +6,7 @@ Order of events (each step re-reads the ensemble; nothing is trusted from memory
 2. pre-checks, all before any change: versions >= 3.5.0, id rules, joiners' own configs, reconfig
    enabled and allowed (a probe guarded by ``from_config=0`` that cannot apply), brokers'
    ``zookeeper.connect``, then wait (bounded) for every joiner to follow the leader and catch up,
-   and check the new config can form a quorum;
+   and check the new config can form a quorum (:mod:`migrate.runner.zookeeper.prechecks`);
 3. write a sentinel znode, start a write probe (the stall measurement);
 4. one reconfig guarded by ``from_config`` (or one server per step with ``--step-by-step``,
    re-planned from the committed config before each step, so an interrupted run continues);
@@ -19,6 +19,8 @@ request of a step-by-step run) makes the process SIGKILL itself right after the 
 has left the socket, before its answer, to test resuming; ``drop-connection-after-reconfig-sent``
 drops the session's connection at that point instead (the lost answer, deterministically).
 For tests only (``migrate.runner.events``).
+
+The request and its result are :mod:`migrate.runner.zookeeper.request`'s.
 """
 
 from __future__ import annotations
@@ -26,14 +28,24 @@ from __future__ import annotations
 import os
 import signal
 import uuid
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable
+from dataclasses import asdict
+from typing import Any
 
 from migrate.adapters.zookeeper import client as zka
 from migrate.errors import BadInput, StepFailed
 from migrate.runner.events import CRASH_ENV, crash_wanted
-from migrate.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll, wait_until
-from migrate.core.zookeeper.config import ConfigError, Dialing, DynamicConfig, Server, parse_config, split_connect
+from migrate.runner.zookeeper.prechecks import EnsembleChecks, leader_of
+from migrate.runner.zookeeper.request import (
+    Progress,
+    StepRecord,
+    ZooKeeperRequest,
+    ZooKeeperResult,
+    one_line,
+    prepare,
+    resolve_adds,
+)
+from migrate.waiting import poll
+from migrate.core.zookeeper.config import ConfigError, DynamicConfig, Server
 from migrate.core.zookeeper.change import (
     CONFLICTING_MEMBER,
     JOINER_ID_ORDER,
@@ -46,117 +58,17 @@ from migrate.core.zookeeper.change import (
     check_change,
     is_reached,
     joiner_config,
-    joiner_participant_problem,
     joiners_of,
     next_step,
     outcome_problems,
-    quorum_problem,
     single_reconfig,
     step_by_step,
     target_config,
     validate_change,
     warnings_for,
 )
-from migrate.core.zookeeper.brokers import BrokerConnect, judge_brokers
-from migrate.core.zookeeper.auth import parse_auth
-from migrate.core.versions import version_problem
 
-Progress = Callable[[str], None]
-__all__ = ["CRASH_ENV", "ZooKeeperRequest", "ZooKeeperResult", "render_joiner_config", "run_zookeeper_change"]
-
-
-@dataclass(frozen=True)
-class ZooKeeperRequest:
-    """What the operator asked for. ``add`` items are Servers or bare ids (resolved from ``known``)."""
-
-    connect: str
-    add: tuple[Server | int, ...] = ()
-    remove: tuple[int, ...] = ()
-    known: tuple[Server, ...] = ()  # servers described elsewhere (the playbook, the plan)
-    step_by_step: bool = False
-    dry_run: bool = False
-    force: bool = False
-    bootstrap_servers: str | None = None
-    command_config: str | None = None
-    kafka_client: dict[str, str] = field(default_factory=dict)
-    zk_auth: str | None = None
-    zk_sasl: Any = None  # core.zookeeper.auth.ZkSasl of --zk-jaas-file
-    zk_tls: Any = None  # core.zookeeper.auth.ZkTls of --zk-client-config: every server dialled at its secureClientPort
-    joiner_timeout_s: float = 120.0
-    confirm_timeout_s: float = 60.0
-    post_timeout_s: float = 90.0
-    reconfig_timeout_s: float = 30.0
-
-
-@dataclass
-class StepRecord:
-    description: str
-    zkcli: str
-    from_version: str | None
-    to_version: str | None = None
-    answer: str = ""  # received | lost-confirmed | already-committed
-    seconds: float = 0.0
-
-
-@dataclass
-class ZooKeeperResult:
-    status: str  # reconfigured | already-committed | dry-run
-    committed_before: str
-    committed_after: str | None
-    version_before: str | None
-    version_after: str | None
-    voters_before: list[int]
-    voters_after: list[int]
-    removed: list[int]
-    connect_string: str
-    broker_zookeeper_connect: str | None
-    steps: list[StepRecord] = field(default_factory=list)
-    planned: list[str] = field(default_factory=list)  # zkCli commands (dry-run, or what ran)
-    warnings: list[str] = field(default_factory=list)
-    brokers: list[dict[str, Any]] = field(default_factory=list)
-    registered_brokers: dict[str, list[int]] = field(default_factory=dict)  # chroot -> ids in /brokers/ids
-    joiners: dict[str, str] = field(default_factory=dict)  # id -> ready | reason
-    write_stall_ms: float | None = None
-    write_probe: dict[str, Any] | None = None
-    checks: dict[str, Any] = field(default_factory=dict)
-    next_steps: list[str] = field(default_factory=list)
-    decommission: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-# ------------------------------------------------------------------- helpers
-def _resolve_adds(items: Iterable[Server | int], known: tuple[Server, ...], committed: DynamicConfig) -> tuple[Server, ...]:
-    out = []
-    by_id = {s.id: s for s in known}
-    for item in items:
-        if isinstance(item, Server):
-            out.append(item)
-        elif item in by_id:
-            out.append(by_id[item])
-        elif committed.get(item) is not None:
-            out.append(committed.get(item))  # type: ignore[arg-type]
-        else:
-            raise BadInput(
-                f"--add {item}: server {item} is described nowhere: give it inline as "
-                f"{item}=host:quorumPort:electionPort;[clientHost:]clientPort, or use --playbook"
-            )
-    return tuple(out)
-
-
-def _one_line(problems: list[str]) -> str:
-    return problems[0] + (f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else "")
-
-
-def _leader(states: dict[int, zka.ServerState]) -> int | None:
-    leaders = [i for i, st in states.items() if st.mode == "leader"]
-    return leaders[0] if len(leaders) == 1 else None
-
-
-def prepare(connect: str, zk_auth: str | None, zk_sasl: Any = None) -> tuple[str, str, list]:
-    hosts, chroot = split_connect(connect)
-    return hosts, chroot, parse_auth(zk_auth, zk_sasl)
+__all__ = ["CRASH_ENV", "ZooKeeperChange", "render_joiner_config", "run_zookeeper_change"]
 
 
 def render_joiner_config(connect: str, joiner_id: int, adds: tuple[Server | int, ...], known: tuple[Server, ...],
@@ -173,7 +85,7 @@ def render_joiner_config(connect: str, joiner_id: int, adds: tuple[Server | int,
     items = tuple(adds) if adds else (joiner_id,)
     if joiner_id not in [i.id if isinstance(i, Server) else i for i in items]:
         items = items + (joiner_id,)
-    servers = _resolve_adds(items, known, committed)
+    servers = resolve_adds(items, known, committed)
     change = Change(servers, ())
     warnings = []
     current = committed.get(joiner_id)
@@ -181,47 +93,15 @@ def render_joiner_config(connect: str, joiner_id: int, adds: tuple[Server | int,
         warnings.append(f"server {joiner_id} is already a voter of the committed config (version {committed.version_hex})")
     problems = [p for p in check_change(committed, change) if p.code in (JOINER_ID_ORDER, CONFLICTING_MEMBER)]
     if problems:
-        raise BadInput(_one_line(problems))
+        raise BadInput(one_line(problems))
     return joiner_config(committed, joiners_of(committed, change) or servers), committed, warnings
 
 
 # ------------------------------------------------------------------- runner
-class ZooKeeperChange:
-    """One run of ``kmigrate zookeeper``. ``run()`` returns a result or raises BadInput/StepFailed."""
+class ZooKeeperChange(EnsembleChecks):
+    """One run of ``kmigrate zookeeper``. ``run()`` returns a result or raises BadInput/StepFailed.
 
-    def __init__(self, request: ZooKeeperRequest, progress: Progress | None = None,
-                 clock: Clock | FakeClock = SYSTEM_CLOCK):
-        self.req = request
-        self.progress = progress or (lambda msg: None)
-        self.clock = clock
-        self.hosts, self.chroot, self.auth = prepare(request.connect, request.zk_auth, request.zk_sasl)
-        self.tls = request.zk_tls
-        self.auth += [self.tls] if self.tls is not None else []
-        self.dial = Dialing.of(self.hosts, self.tls is not None)
-        self.brokers_secure = False  # the brokers name the servers at their secureClientPort (judged from them)
-
-    # ............................................................ dialling
-    def _address(self, server: Server) -> str:
-        return self.dial.address(server) or f"server {server.id} (no client port)"
-
-    def _addresses(self, servers: Iterable[Server]) -> list[str]:
-        return self.dial.addresses(servers)
-
-    def _state(self, server: Server, membership: bool = False) -> zka.ServerState:
-        address = self.dial.address(server)
-        if address is None:
-            return zka.ServerState(f"server {server.id}", error="has no client port in the config")
-        return zka.server_state(address, membership, tls=self.tls)
-
-    def _states(self, servers: Iterable[Server], membership: bool = False) -> dict[int, zka.ServerState]:
-        return {s.id: self._state(s, membership) for s in servers if self.dial.address(s)}
-
-    def _broker_addresses(self, servers: Iterable[Server]) -> list[str]:
-        """The servers' addresses in the form the brokers use (the secureClientPort when they do)."""
-        return (self.dial if self.brokers_secure else Dialing()).addresses(servers)
-
-    def _broker_connect(self, config: DynamicConfig, chroot: str) -> str:
-        return ",".join(self._broker_addresses(config.voters)) + chroot
+    The checks before the change and the dialling of servers are :class:`EnsembleChecks`'."""
 
     # .................................................................. run
     def run(self) -> ZooKeeperResult:
@@ -235,7 +115,7 @@ class ZooKeeperChange:
     def _run(self, zk: zka.ZooKeeper) -> ZooKeeperResult:
         req = self.req
         committed = zk.committed_config()
-        adds = _resolve_adds(req.add, req.known, committed)
+        adds = resolve_adds(req.add, req.known, committed)
         change = Change(adds, req.remove)
         try:
             validate_change(change)
@@ -251,13 +131,8 @@ class ZooKeeperChange:
         )
         result.warnings.extend(warnings_for(target))
 
-        self.progress("asking every server for its version and role")
-        states = self._states(committed.servers)
-        problems = [p for s in committed.servers if (st := states.get(s.id)) and st.version
-                    and (p := version_problem(f"server {s.id} ({self._address(s)})", st.version))]
-        if problems:
-            raise BadInput(_one_line(problems))
-        leader = _leader(states)
+        states = self._check_versions(committed)
+        leader = leader_of(states)
 
         if is_reached(committed, target):
             return self._already(zk, committed, target, result)
@@ -284,27 +159,6 @@ class ZooKeeperChange:
         result.status = "reconfigured"
         self._next_steps(result, committed, outcome.committed, broker_chroot, done=True)
         return result
-
-    def _prechecks(self, zk: zka.ZooKeeper, committed: DynamicConfig, change: Change, target: DynamicConfig,
-                   result: ZooKeeperResult) -> str:
-        """Every refusal before any change: the id rules, reconfig allowed, brokers, joiners' own configs.
-        Returns the brokers' chroot."""
-        problems = check_change(committed, change)
-        if problems:
-            raise BadInput(_one_line(problems))
-        not_in = [i for i in self.req.remove if committed.get(i) is None]
-        if not_in:
-            result.warnings.append(f"servers {not_in} are not in the committed config: nothing to remove for them")
-
-        self.progress("checking that reconfig is enabled and allowed")
-        problem = zk.probe_reconfig()
-        if problem:
-            raise BadInput(problem)
-
-        broker_chroot = self._check_brokers(zk, committed, target, result)
-        result.broker_zookeeper_connect = self._broker_connect(target, broker_chroot)
-        self._check_joiner_configs(committed, joiners_of(committed, change), joiners_ids=change.add_ids)
-        return broker_chroot
 
     def _change(self, zk: zka.ZooKeeper, committed: DynamicConfig, target: DynamicConfig, removed: list[int],
                 result: ZooKeeperResult) -> tuple[str, bytes]:
@@ -376,7 +230,7 @@ class ZooKeeperChange:
         if problems:
             raise StepFailed(
                 f"the reconfig to version {outcome.committed.version_hex} is committed but a post-check failed: "
-                + _one_line(problems)
+                + one_line(problems)
             )
         return outcome
 
@@ -411,201 +265,6 @@ class ZooKeeperChange:
                 f"servers {', '.join(map(str, gone))} are out of the ensemble: stop and decommission them if they still run"
             )
         return result
-
-    # ............................................................ brokers
-    def _check_brokers(self, zk: zka.ZooKeeper, committed: DynamicConfig, target: DynamicConfig,
-                       result: ZooKeeperResult) -> str:
-        """Refuse when a broker would be left pointing only at removed servers; returns the brokers' chroot."""
-        from migrate.adapters.kafka import client as kafka_adapter
-        from migrate.files import client_settings
-
-        req = self.req
-        registered = zk.registered_brokers(self.chroot)
-        result.registered_brokers = registered
-        if not registered:
-            return self.chroot
-        where = ", ".join(f"{place or '/'} (ids {ids})" for place, ids in registered.items())
-        if not req.bootstrap_servers:
-            if req.force:
-                result.warnings.append(f"brokers registered under {where} were not checked (no --bootstrap-server; --force)")
-                return self.chroot
-            raise BadInput(
-                f"brokers are registered in this ensemble under {where}: give --bootstrap-server (and --command-config) "
-                "so kmigrate can check each broker's zookeeper.connect before servers leave"
-            )
-        self.progress(f"reading zookeeper.connect of the brokers at {req.bootstrap_servers}")
-        admin = kafka_adapter.admin_client(client_settings(req.bootstrap_servers, req.command_config, req.kafka_client))
-        live = kafka_adapter.live_broker_ids(admin)
-        try:
-            confs: dict[int, dict[str, str | None]] = {}
-            for b in live:  # librdkafka takes one BROKER resource per describe_configs call
-                confs.update(kafka_adapter.broker_static_configs(admin, [b], ("zookeeper.connect",)))
-        except Exception as exc:
-            raise BadInput(f"cannot read zookeeper.connect of brokers {live} ({exc}): check --command-config") from None
-        connects = [BrokerConnect(b, confs.get(b, {}).get("zookeeper.connect")) for b in live]
-        chroots = {c.chroot for c in connects if c.connect}
-        covered: set[tuple[str, int]] = {(c.chroot, c.broker_id) for c in connects}
-        uncovered = {place: [i for i in ids if (place, i) not in covered] for place, ids in registered.items()}
-        uncovered = {p: ids for p, ids in uncovered.items() if ids}
-        if uncovered:
-            text = ", ".join(f"{p or '/'} (ids {ids})" for p, ids in uncovered.items())
-            msg = (f"brokers registered under {text} are not among the brokers at --bootstrap-server "
-                   f"(ids {live}): their zookeeper.connect cannot be checked")
-            if not req.force:
-                raise BadInput(msg + "; start them, point --bootstrap-server at their cluster, or add --force")
-            result.warnings.append(msg + " (--force)")
-        addresses = [h for c in connects for h in c.hosts] + self._addresses(committed.servers + target.servers)
-        verdicts = judge_brokers(connects, committed, target, zka.resolve_aliases(addresses), self.dial)
-        self.brokers_secure = self.dial.secure and any(v.secure_port for v in verdicts)
-        for v in verdicts:
-            result.brokers.append({"id": v.broker_id, "zookeeper.connect": v.connect, "kept": list(v.kept),
-                                   "removed": list(v.removed), "unknown": list(v.unknown)})
-        lost = [v for v in verdicts if v.lost]
-        if lost:
-            ids = [v.broker_id for v in lost]
-            breaks = (
-                f"broker{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} would point only at servers "
-                f"that leave or are unknown ({lost[0].connect}): they would lose ZooKeeper (no controller changes, "
-                "no ISR updates, no topic changes; a broker restart would fail)"
-            )
-            if not req.force:
-                both = ",".join(self._broker_addresses(committed.servers + target.servers)) + next(
-                    iter(sorted(chroots)), self.chroot)
-                raise BadInput(
-                    breaks + f"; first restart each broker with zookeeper.connect={both} (old and new servers), or add --force"
-                )
-            result.warnings.append(breaks + " (--force)")
-        partial = [v.broker_id for v in verdicts if v.kept and v.removed]
-        if partial:
-            result.warnings.append(
-                f"brokers {partial} still list servers that leave; after the change restart them with the new connect string"
-            )
-        return next(iter(sorted(chroots)), self.chroot) if chroots else self.chroot
-
-    # ............................................................ joiners
-    def _check_joiner_configs(self, committed: DynamicConfig, joiners: tuple[Server, ...], joiners_ids: tuple[int, ...]) -> None:
-        """Refuse when a joiner runs with a config of its own that lists joiners as participants."""
-        for j in joiners:
-            st = self._state(j, membership=True)
-            if not st.membership:
-                continue
-            try:
-                reported = parse_config(st.membership)
-            except ConfigError:
-                continue
-            problem = joiner_participant_problem(j.id, reported, committed, joiners_ids)
-            if problem:
-                raise BadInput(problem + "; nothing was changed")
-
-    def _joiner_readiness(self, committed: DynamicConfig, joiners: tuple[Server, ...], leader: int | None,
-                          states: dict[int, zka.ServerState] | None = None) -> dict[int, str | None]:
-        """None for a joiner that follows the leader of the committed config and is caught up, else why not."""
-        states = states if states is not None else self._states(committed.servers)
-        if leader is None:
-            leader = _leader(states)
-        if leader is None:
-            return {j.id: "the ensemble has no leader right now" for j in joiners}
-        leader_server = committed.get(leader)
-        lead = self._state(leader_server)  # type: ignore[arg-type]
-        if lead.mode != "leader":
-            return {j.id: f"server {leader} is no longer the leader" for j in joiners}
-        out: dict[int, str | None] = {}
-        for j in joiners:
-            st = self._state(j, membership=True)
-            where = self._address(j)
-            if not st.serving:
-                out[j.id] = f"{where} {st.error}"
-                continue
-            reported = None
-            try:
-                reported = parse_config(st.membership) if st.membership else None
-            except ConfigError:
-                reported = None
-            if st.mode == "leader" or st.mode == "standalone":
-                out[j.id] = f"{where} is a {st.mode} of its own, not a follower of server {leader}"
-            elif reported is not None and (reported.version != committed.version or not reported.same_membership(committed)):
-                out[j.id] = (f"{where} runs config version {reported.version_hex}, not the committed "
-                             f"{committed.version_hex}: not following the current leader yet")
-            elif st.zxid is None or lead.zxid is None or st.zxid < lead.zxid:
-                out[j.id] = f"{where} is catching up (zxid {st.zxid or 0:#x} < leader's {lead.zxid or 0:#x})"
-            else:
-                out[j.id] = None
-        waiting = sum(1 for j in joiners if committed.get(j.id) is None)
-        if waiting and all(v is None for v in out.values()):
-            mntr = zka.leader_mntr(self._address(leader_server), tls=self.tls)  # type: ignore[arg-type]
-            seen = mntr.get("zk_synced_non_voting_followers")
-            if seen is not None and seen.isdigit() and int(seen) < waiting:
-                for j in joiners:
-                    if committed.get(j.id) is None:
-                        out[j.id] = f"the leader (server {leader}) sees {seen} non-voting followers, not {waiting}"
-        return out
-
-    def _wait_joiners(self, committed: DynamicConfig, joiners: tuple[Server, ...], leader: int | None,
-                      result: ZooKeeperResult) -> None:
-        if not joiners:
-            return
-        deadline = self.clock.now() + self.req.joiner_timeout_s
-        missing: dict[int, str] = {}
-
-        def all_ready() -> bool:
-            readiness = self._joiner_readiness(committed, joiners, None)
-            result.joiners = {str(k): (v or "ready") for k, v in readiness.items()}
-            missing.clear()
-            missing.update({k: v for k, v in readiness.items() if v is not None})
-            if not missing:
-                return True
-            ready = [k for k, v in readiness.items() if v is None]
-            self.progress(
-                f"waiting for joiners {sorted(missing)} to follow the leader and catch up"
-                + (f" ({', '.join(map(str, ready))} ready)" if ready else "")
-                + f", {max(0.0, deadline - self.clock.now()):.0f} s left"
-            )
-            return False
-
-        def never_ready() -> BadInput:
-            jid, why = next(iter(missing.items()))
-            others = [k for k in missing if k != jid]
-            return BadInput(
-                f"joiner {jid} never became a caught-up non-voting follower within {self.req.joiner_timeout_s:.0f} s "
-                f"({why})" + (f"; joiners {others} neither" if others else "")
-                + f"; start it with the config from 'kmigrate zookeeper joiner-config {jid}'; nothing was changed"
-            )
-
-        wait_until(all_ready, timeout_s=self.req.joiner_timeout_s, interval_s=0.5, what="the joiners",
-                   clock=self.clock, on_timeout=never_ready)
-
-    def _wait_quorum(self, committed: DynamicConfig, goal: DynamicConfig, leader: int | None,
-                     joiners: tuple[Server, ...], timeout_s: float = 15.0) -> str | None:
-        """None once enough of ``goal``'s voters are up and caught up to form a quorum; else why not.
-
-        Retried for a while: under a steady write load a follower read a moment after the leader
-        may trail it by a few transactions.
-        """
-        last: list[str | None] = [None]
-
-        def in_sync() -> bool:
-            last[0] = quorum_problem(goal, self._synced_ids(committed, leader, joiners))
-            if last[0] is not None:
-                self.progress(f"waiting for a quorum of the new config to be in sync: {last[0]}")
-            return last[0] is None
-
-        poll(in_sync, timeout_s=timeout_s, interval_s=0.5, clock=self.clock)
-        return last[0]
-
-    def _synced_ids(self, committed: DynamicConfig, leader: int | None, joiners: tuple[Server, ...]) -> set[int]:
-        """Servers (old and joining) that are up and caught up with the leader right now."""
-        states = self._states(committed.servers)
-        leader = _leader(states) if leader is None or states.get(leader, zka.ServerState("")).mode != "leader" else leader
-        if leader is None:
-            return set()
-        lead = states[leader]
-        synced = {leader}
-        for i, st in states.items():
-            if i != leader and st.mode in ("follower", "observer") and st.zxid is not None and lead.zxid is not None and st.zxid >= lead.zxid:
-                synced.add(i)
-        readiness = self._joiner_readiness(committed, joiners, leader)
-        synced |= {i for i, why in readiness.items() if why is None}
-        return synced
 
     # ............................................................. change
     def _apply(self, zk: zka.ZooKeeper, rc: Reconfig, expected: DynamicConfig, result: ZooKeeperResult,
@@ -717,7 +376,7 @@ class ZooKeeperChange:
         try:
             while True:
                 states = self._states(current.servers)
-                leader = _leader(states)
+                leader = leader_of(states)
                 rc = next_step(current, target, leader)
                 if rc is None:
                     return current
@@ -745,7 +404,7 @@ class ZooKeeperChange:
         def settled() -> bool:
             cfg = self._read_config(addresses)
             states = self._states(target.voters)
-            leader = _leader(states)
+            leader = leader_of(states)
             synced: set[int] = set()
             if leader is not None:
                 lead = states[leader]
@@ -791,7 +450,6 @@ class ZooKeeperChange:
                 )
         else:
             result.next_steps.append("run the same command without --dry-run to apply it")
-
 
 def run_zookeeper_change(request: ZooKeeperRequest, progress: Progress | None = None) -> ZooKeeperResult:
     """Run ``kmigrate zookeeper`` (see the module docstring); BadInput when refused, StepFailed when a step fails."""

@@ -7,7 +7,7 @@ import pytest
 
 import migrate.runner.zookeeper.change as runner
 from migrate.cli import main
-from migrate.runner.zookeeper.change import ZooKeeperResult
+from migrate.runner.zookeeper.request import ZooKeeperResult
 
 FORCED = "broker 3 points only at servers 1,2,3 that this change removes (--force)"
 
