@@ -19,6 +19,7 @@ from migrate.adapters.kafka.canary_clients import CanaryConsumer, CanaryProducer
 from migrate.core.canary import CanaryLedger, CanaryReport, decode, encode
 from migrate.core.clientconfig import ClientSettings
 from migrate.errors import BadInput, StepFailed
+from migrate.runner import signals
 from migrate.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll, wait_until
 
 DEFAULT_TOPIC = "kmigrate-canary"
@@ -258,15 +259,12 @@ class StopRequests:
             self.reason = signal.Signals(signum).name
 
     def __enter__(self) -> "StopRequests":
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            if signal.getsignal(sig) is signal.SIG_IGN:
-                continue  # a background job of a script: the shell's rule stands
-            self._previous[sig] = signal.signal(sig, self._handle)
+        # an ignored signal (a background job of a script) stays ignored: the shell's rule stands
+        self._previous = signals.install(self._handle, (signal.SIGTERM, signal.SIGINT), keep_ignored=True)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
+        signals.restore(self._previous)
 
     def __call__(self) -> str | None:
         if self.reason is None and self.stop_file is not None and self.stop_file.exists():
