@@ -20,7 +20,9 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColum
 from rich.table import Table
 
 from migrate.commands.common import OUTPUT_OPTION, ZK_CLIENT_CONFIG_OPTION, ZK_JAAS_FILE_OPTION, OutputFormat, console, emit_json
-from migrate.commands.plan import ZK_AUTH_FILE_OPTION, ZK_AUTH_OPTION
+from migrate.commands.options import (
+    BOOTSTRAP_OPTION, COMMAND_CONFIG_OPTION, PLAYBOOK_OPTION, ZK_AUTH_FILE_OPTION, ZK_AUTH_OPTION, ZOOKEEPER_OPTION,
+)
 from migrate.commands.settings import DEFAULT_THROTTLE, Inputs, resolve
 from migrate.core.ledger import DEFAULT_TOPIC
 from migrate.core.partitions.mapping import compile_topic_filter
@@ -29,9 +31,6 @@ from migrate.core.units import parse_duration
 from migrate.errors import BadInput
 from migrate.runner import events as ev
 
-BOOTSTRAP_OPTION = typer.Option(None, "--bootstrap-server", help="Kafka brokers to connect to, host:port[,host:port...].")
-COMMAND_CONFIG_OPTION = typer.Option(None, "--command-config", help="Kafka client properties file (SASL/SSL), as for Kafka's tools.")
-PLAYBOOK_OPTION = typer.Option(None, "--playbook", help="Migration playbook (YAML): mapping, throttle, Kafka connection.")
 PLAN_OPTION = typer.Option(None, "--plan", help="Plan written by kmigrate plan: its targets, plan id, throttle and caps.")
 BOOKKEEPING_OPTION = typer.Option(None, "--bookkeeping-topic", help=f"Topic recording the migration (default {DEFAULT_TOPIC}).")
 
@@ -275,7 +274,7 @@ def partitions(
     bookkeeping_topic: Optional[str] = BOOKKEEPING_OPTION,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be reassigned; change nothing."),
     force: bool = typer.Option(False, "--force", help="Move even with under-replicated/offline partitions or a dead target broker."),
-    zookeeper: Optional[str] = typer.Option(None, "--zookeeper", help="ZooKeeper connect string, chroot included (default: the playbook's, joiners added): brokers before Kafka 2.8 hide their throttle rates from DescribeConfigs, kmigrate reads them there."),
+    zookeeper: Optional[str] = ZOOKEEPER_OPTION,
     zk_auth: Optional[str] = ZK_AUTH_OPTION,
     zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
     zk_jaas_file: Optional[Path] = ZK_JAAS_FILE_OPTION,

@@ -12,22 +12,15 @@ from migrate.core.clientconfig import ClientSettings, translate
 from migrate.files import client_settings, load_playbook
 from migrate.files import zk_auth as zk_auth_from, zk_client_config, zk_jaas
 from migrate.commands.common import ZK_CLIENT_CONFIG_OPTION, ZK_JAAS_FILE_OPTION, OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
+from migrate.commands.options import (
+    BOOTSTRAP_OPTION, COMMAND_CONFIG_OPTION, PLAYBOOK_OPTION, ZK_AUTH_FILE_OPTION, ZK_AUTH_OPTION, ZOOKEEPER_OPTION,
+)
 from migrate.errors import EXIT_FAILURE, BadInput
 from migrate.core.plan.audit import versions_summary
 from migrate.core.model import ClusterSnapshot, snapshot_from_json, snapshot_to_dict, snapshot_to_json
 from migrate.core.plan.document import Plan, plan_to_dict, plan_to_json
 from migrate.core.playbook import Playbook
 from migrate.core.units import format_bytes, format_rate
-
-PLAYBOOK_OPTION = typer.Option(None, "--playbook", "-p", help="Migration playbook (YAML); copy one from playbooks/.")
-BOOTSTRAP_OPTION = typer.Option(None, "--bootstrap-server", help="Kafka bootstrap servers (default: the playbook's).")
-ZOOKEEPER_OPTION = typer.Option(None, "--zookeeper", help="ZooKeeper connect string, chroot included (default: the playbook's).")
-COMMAND_CONFIG_OPTION = typer.Option(None, "--command-config", help="Kafka client properties file (SASL/SSL).")
-ZK_AUTH_OPTION = typer.Option(None, "--zk-auth", envvar="KMIGRATE_ZK_AUTH",
-                              help="ZooKeeper digest auth user:password, if the ensemble needs it ($KMIGRATE_ZK_AUTH).")
-ZK_AUTH_FILE_OPTION = typer.Option(None, "--zk-auth-file", envvar="KMIGRATE_ZK_AUTH_FILE",
-                                   help="File with one line user:password for ZooKeeper digest auth (the secret stays "
-                                        "off the command line).")
 
 topics_app = typer.Typer(help="Create topics with explicit, rack-aware assignments (off retiring brokers).",
                          no_args_is_help=True)
