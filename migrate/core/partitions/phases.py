@@ -1,7 +1,8 @@
 """The life of a topic's move and of its partitions (pure decisions; times are passed in).
 
-* **state** - :class:`TopicPhase` and :func:`advance` are the legal life of a topic move;
-  :func:`decide` says what to do with a partition found in a given state (resume adopts);
+* **state** - :class:`TopicPhase` and :func:`advance` are the legal life of a topic move (each
+  partition's is :mod:`migrate.core.partitions.tasks`); :func:`decide` says what to do with a
+  partition found in a given state (resume adopts);
 * **safety** - :func:`isr_short` says when a partition must be held (its ISR is short);
 * **stalls** - :func:`observe_progress` and :func:`stalled_replicas` find replicas being added
   that have made no byte progress for a while; :class:`Rate` estimates the copy rate and ETA.
