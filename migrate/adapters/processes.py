@@ -1,17 +1,24 @@
-"""Processes of this machine, by pid: whether one still exists, its state and command line (/proc), the
-live ones whose command line names something; and the parts every supervisor of a detached background
-process shares (a sandbox node, a MirrorMaker): start one, its pid file, find it, collect its exit status."""
+"""Processes of this machine, by pid: whether one still runs, its state and command line (/proc), the
+live ones whose command line names something; the parts every supervisor of a detached background
+process shares (a sandbox node, a MirrorMaker): start one, its pid file, find it, collect its exit status;
+and the one way kmigrate stops a process, :func:`terminate`."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from migrate.waiting import poll
+
 
 def pid_alive(pid: int) -> bool:
-    """True when a process ``pid`` exists on this machine (signal 0 to it; one we may not signal exists too)."""
+    """True while a process ``pid`` runs on this machine: it exists (signal 0 to it; one we may not signal
+    exists too) and is not a zombie (a process that ended, its exit status not collected yet)."""
     if pid <= 0:
         return False
     try:
@@ -19,8 +26,8 @@ def pid_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return process_state(pid) not in ("Z", "X")
 
 
 def process_state(pid: int) -> str | None:
@@ -45,7 +52,7 @@ def live_pids(*words: str) -> list[int]:
     """Pids of the processes that are not zombies and whose command line contains every one of ``words``."""
     found = []
     for d in os.listdir("/proc"):
-        if d.isdigit() and process_state(int(d)) not in (None, "Z", "X"):
+        if d.isdigit() and pid_alive(int(d)):
             line = " ".join(command_line(int(d)))
             if all(w in line for w in words):
                 found.append(int(d))
@@ -87,3 +94,41 @@ def write_pid_file(path: Path, pid: int) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(f"{pid}\n")
     tmp.replace(path)
+
+
+@dataclass(frozen=True)
+class StopResult:
+    pid: int | None
+    how: str  # "not running" | "SIGTERM" (it ended within the timeout) | "SIGKILL" (it did not: killed)
+    waited_s: float
+
+
+def terminate(*pids: int, timeout_s: float = 30.0, group: bool = False, kill_wait_s: float = 10.0) -> list[StopResult]:
+    """Stop processes: SIGCONT (a paused process cannot shut down) and SIGTERM to each, then for each in turn
+    wait up to ``timeout_s`` until it has ended, SIGKILL it when it has not and wait up to ``kill_wait_s``
+    more; collect the exit status of each that is our child. ``group``: signal each one's process group
+    (a process started in its own session, with what it started: a Spark worker and its executors), the
+    wait is for the process itself. A process already gone is not an error. One :class:`StopResult` a pid,
+    ``waited_s`` counted from the first SIGTERM."""
+    send = os.killpg if group else os.kill
+    start = time.monotonic()
+    for pid in pids:
+        _send(send, pid, signal.SIGCONT)
+        _send(send, pid, signal.SIGTERM)
+    results = []
+    for pid in pids:
+        how = "SIGTERM"
+        if not poll(lambda: not pid_alive(pid), timeout_s=timeout_s, interval_s=0.1):
+            how = "SIGKILL"
+            _send(send, pid, signal.SIGKILL)
+            poll(lambda: not pid_alive(pid), timeout_s=kill_wait_s, interval_s=0.1)
+        reap(pid)
+        results.append(StopResult(pid, how, time.monotonic() - start))
+    return results
+
+
+def _send(send: Callable[[int, int], None], pid: int, sig: int) -> None:
+    try:
+        send(pid, sig)
+    except ProcessLookupError:  # gone already
+        pass

@@ -16,7 +16,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from migrate.adapters.processes import command_line, process_state, spawn
+from migrate.adapters.processes import command_line, pid_alive, spawn, terminate
 from migrate.errors import BadInput
 from migrate.sandbox.layout import SandboxSpec
 from migrate.waiting import poll
@@ -79,10 +79,7 @@ class NodeProcesses:
         if child is not None:
             # Our own child: trust poll(). (Between fork and exec its cmdline is still ours, not the JVM's.)
             return child.poll() is None
-        state = process_state(node.pid)
-        if state is None or state in ("Z", "X"):
-            return False
-        return node.dir in " ".join(command_line(node.pid))
+        return pid_alive(node.pid) and node.dir in " ".join(command_line(node.pid))
 
     def start(self, node: NodeState, command: list[str]) -> None:
         """Start ``node``'s process (its output appended to ``stdout.log`` in its directory); sets ``node.pid``."""
@@ -99,14 +96,12 @@ class NodeProcesses:
 
     def stop(self, nodes: list[NodeState], timeout_s: float) -> None:
         """Stop running ``nodes`` together: SIGTERM to each, then wait for each in turn up to ``timeout_s``
-        and SIGKILL the ones still there."""
+        and SIGKILL the ones still there (``processes.terminate``)."""
+        terminate(*(node.pid for node in nodes), timeout_s=timeout_s)  # type: ignore[misc]
         for node in nodes:
-            os.kill(node.pid, signal.SIGCONT)  # a paused node cannot shut down
-            os.kill(node.pid, signal.SIGTERM)
-        for node in nodes:
-            if not self.wait_dead(node, timeout_s):
-                os.kill(node.pid, signal.SIGKILL)
-                self.wait_dead(node, 10)
+            child = self._children.pop(node.pid, None)  # type: ignore[arg-type]
+            if child is not None:
+                child.poll()  # terminate collected its exit status: the Popen learns it ended
 
     def kill(self, node: NodeState) -> None:
         """kill -9 a running node and wait (10 s at most) until it is gone."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import uuid
@@ -17,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from migrate.adapters.processes import terminate
 from migrate.sandbox.cluster import Sandbox
 from migrate.sandbox.launch import port_free
 from migrate.sandbox.layout import SandboxSpec
@@ -107,9 +107,5 @@ def produce_waiting(producer, topic: str, key: bytes | None, value: bytes | None
 
 def stop_process(proc, timeout_s: float = 30) -> None:
     """SIGTERM a child process (``subprocess.Popen``), SIGKILL it if it outlives ``timeout_s``, and reap it."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+    terminate(proc.pid, timeout_s=timeout_s)
+    proc.poll()  # terminate collected its exit status: the Popen learns it ended

@@ -9,17 +9,15 @@ killed between two lines), by its command line naming this directory's ``mm2.pro
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from migrate.adapters.jars import MIRROR_MAKER_MAIN, ensure_distribution
 from migrate.core.mirror.plan import TARGET_ALIAS
 from migrate.errors import BadInput
 from migrate.adapters.processes import (
-    command_line, find_pid, process_state, read_pid_file, reap, spawn, write_pid_file,
+    StopResult, command_line, find_pid, pid_alive, read_pid_file, reap, spawn, terminate, write_pid_file,
 )
 from migrate.files import write_private
 
@@ -49,22 +47,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie, once collected, is gone). Used once a pid is known to be
-    the MirrorMaker: its command line can read empty for a moment (seen under load just after start)."""
-    state = process_state(pid)
-    if state == "Z":
-        reap(pid)
-    return state not in (None, "Z", "X")
-
-
-@dataclass(frozen=True)
-class StopResult:
-    pid: int | None
-    how: str  # "not running" | "SIGTERM" | "SIGKILL"
-    waited_s: float
-
-
 class MirrorMakerProcess:
     """The MirrorMaker 2 of one state directory."""
 
@@ -84,14 +66,12 @@ class MirrorMakerProcess:
 
     def _ours(self, pid: int, patient: bool = False) -> bool:
         """True when ``pid`` is alive (not a zombie) and is the MirrorMaker of this directory."""
-        state = process_state(pid)
-        if state is None or state in ("Z", "X"):
-            if state == "Z":
-                reap(pid)
+        if not pid_alive(pid):
+            reap(pid)  # a zombie that is our child (a test that runs kmigrate in-process) is collected
             return False
         args = command_line(pid)
         for _ in range(10 if patient else 0):  # the recorded pid's can read empty for a moment after start
-            if args or not _alive(pid):
+            if args or not pid_alive(pid):
                 break
             time.sleep(0.05)
             args = command_line(pid)
@@ -141,10 +121,14 @@ class MirrorMakerProcess:
         """True when ``pid`` is still running after ``seconds`` (a bad config makes it exit at once)."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            if not _alive(pid):
+            if not pid_alive(pid):
+                reap(pid)
                 return False
             time.sleep(0.2)
-        return _alive(pid)
+        if pid_alive(pid):
+            return True
+        reap(pid)
+        return False
 
     def log_size(self) -> int:
         """The log's size in bytes (each start appends to it)."""
@@ -175,21 +159,9 @@ class MirrorMakerProcess:
         pid = self.pid()
         if pid is None:
             return StopResult(None, "not running", 0.0)
-        start = time.monotonic()
-        os.kill(pid, signal.SIGTERM)
-        while time.monotonic() - start < timeout_s:
-            if not _alive(pid):
-                break
-            time.sleep(0.2)
-        how = "SIGTERM"
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
-            how = "SIGKILL"
-            while _alive(pid) and time.monotonic() - start < timeout_s + 10:
-                time.sleep(0.1)
-        reap(pid)
+        [result] = terminate(pid, timeout_s=timeout_s)
         (self.dir / self.pid_name).unlink(missing_ok=True)
-        return StopResult(pid, how, time.monotonic() - start)
+        return result
 
     # ------------------------------------------------------------ what start was given
     def write_state(self, doc: dict) -> None:

@@ -28,7 +28,7 @@ from typing import Callable, Iterator
 
 from migrate.errors import BadInput, MissingTool, StepFailed
 from migrate.adapters.jars import cache_dir, fetch_maven_project, find_java
-from migrate.adapters.processes import pid_alive
+from migrate.adapters.processes import pid_alive, terminate
 
 log = logging.getLogger("kmigrate.spark")
 
@@ -581,18 +581,9 @@ def standalone_cluster(host: str, work_dir: Path, workers: int = 2, cores: int =
             f"Spark standalone cluster at {url}: {alive[0]} of {workers} workers registered in {timeout_s:.0f} s"))
         yield url
     finally:
-        import signal
-
-        for p in reversed(procs):  # each is its own process group: a worker's executors go with it
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in reversed(procs):
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(10)
+        # each is its own process group: a worker's executors go with it
+        terminate(*(p.pid for p in reversed(procs)), timeout_s=30, group=True)
+        for p in procs:
+            p.poll()  # terminate collected their exit status: the Popens learn they ended
         for f in logs:
             f.close()

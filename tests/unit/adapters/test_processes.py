@@ -1,13 +1,16 @@
-"""adapters/processes without Java: a detached child, its pid file, finding it by its command line, reaping it."""
+"""adapters/processes without Java: a detached child, its pid file, finding it by its command line, reaping it,
+what counts as alive, and terminate (SIGTERM, SIGKILL after the timeout, a paused process, a process group)."""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import time
 
 from migrate.adapters.processes import (
-    command_line, find_pid, pid_alive, process_state, read_pid_file, reap, spawn, write_pid_file,
+    command_line, find_pid, pid_alive, process_state, read_pid_file, reap, spawn, terminate, write_pid_file,
 )
 
 
@@ -32,7 +35,10 @@ def test_a_process_is_found_by_its_command_line_and_reaped_once_it_exits(tmp_pat
     proc = spawn([sys.executable, "-c", "import time; time.sleep(60)",
                   marker], tmp_path, tmp_path / "out.log")
     try:
-        assert find_pid(lambda pid: marker in command_line(pid)) == proc.pid
+        found, deadline = None, time.monotonic() + 30
+        while found is None and time.monotonic() < deadline:  # until exec, the child's command line is ours
+            found = find_pid(lambda pid: marker in command_line(pid))
+        assert found == proc.pid
         assert pid_alive(proc.pid) and process_state(proc.pid) in ("R", "S")
     finally:
         os.kill(proc.pid, 9)
@@ -41,3 +47,67 @@ def test_a_process_is_found_by_its_command_line_and_reaped_once_it_exits(tmp_pat
     reap(proc.pid)
     assert process_state(proc.pid) is None
     reap(proc.pid)  # not (or no longer) our child: nothing happens
+    proc.poll()
+
+
+def _child(code: str, tmp_path) -> subprocess.Popen:
+    return spawn([sys.executable, "-c", code], tmp_path, tmp_path / "out.log")
+
+
+def _wait_for(path, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+def test_a_zombie_is_not_alive(tmp_path):
+    proc = _child("pass", tmp_path)
+    while process_state(proc.pid) != "Z":
+        time.sleep(0.01)
+    assert not pid_alive(proc.pid)
+    proc.wait()
+    assert not pid_alive(proc.pid) and not pid_alive(0) and not pid_alive(-1)
+
+
+def test_terminate_ends_a_process_with_sigterm_and_collects_it(tmp_path):
+    proc = _child("import time; time.sleep(60)", tmp_path)
+    [result] = terminate(proc.pid, timeout_s=20)
+    assert (result.pid, result.how) == (proc.pid, "SIGTERM") and result.waited_s < 20
+    assert process_state(proc.pid) is None  # reaped: no zombie left
+    proc.poll()
+
+
+def test_terminate_kills_what_outlives_the_timeout_and_resumes_a_paused_process(tmp_path):
+    stubborn = _child("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                      "open('ready', 'w').close(); time.sleep(60)", tmp_path)
+    paused = _child("import time; time.sleep(60)", tmp_path)
+    os.kill(paused.pid, signal.SIGSTOP)
+    _wait_for(tmp_path / "ready")
+    results = terminate(stubborn.pid, paused.pid, timeout_s=1)
+    assert [(r.pid, r.how) for r in results] == [(stubborn.pid, "SIGKILL"), (paused.pid, "SIGTERM")]
+    assert 1 <= results[0].waited_s < 11
+    assert process_state(stubborn.pid) is None and process_state(paused.pid) is None
+    stubborn.poll(), paused.poll()
+
+
+def test_terminate_with_group_ends_what_the_process_started(tmp_path):
+    leader = _child("import os, subprocess, sys, time; "
+                    "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+                    "open('child.tmp', 'w').write(str(c.pid)); os.replace('child.tmp', 'child'); time.sleep(60)",
+                    tmp_path)
+    _wait_for(tmp_path / "child")
+    grandchild = int((tmp_path / "child").read_text())
+    [result] = terminate(leader.pid, timeout_s=20, group=True)
+    assert result.how == "SIGTERM"
+    leader.poll()
+    deadline = time.monotonic() + 20
+    while pid_alive(grandchild):  # reparented when the leader ended: another process collects it
+        assert time.monotonic() < deadline, "the leader's child outlived its group's SIGTERM"
+        time.sleep(0.05)
+
+
+def test_terminate_of_a_process_already_gone_is_no_error(tmp_path):
+    proc = _child("pass", tmp_path)
+    proc.wait()
+    assert [r.how for r in terminate(proc.pid, timeout_s=1)] == ["SIGTERM"]
