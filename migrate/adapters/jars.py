@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from migrate.adapters.class_data import class_data_options
 from migrate.errors import BadInput, MissingTool
 
 KAFKA_VERSION = "3.9.2"
@@ -85,9 +86,14 @@ class Distribution:
     def classpath(self) -> str:
         return str(self.lib_dir / "*")
 
-    def java_command(self, main_class: str, args: list[str], jvm_opts: list[str] | None = None) -> list[str]:
-        classpath = str(self.zookeeper_lib_dir / "*") if main_class == ZOOKEEPER_MAIN else self.classpath
-        return [find_java(), *(jvm_opts or []), "-cp", classpath, main_class, *args]
+    def java_command(self, main_class: str, args: list[str], jvm_opts: list[str] | None = None,
+                     class_data: bool = False) -> list[str]:
+        """``java <jvm_opts> -cp <jars> <main_class> <args>``; with ``class_data``, also the options of the
+        server's class-data-sharing archive (``migrate.adapters.class_data``: kept beside the jars)."""
+        lib = self.zookeeper_lib_dir if main_class == ZOOKEEPER_MAIN else self.lib_dir
+        java, classpath = find_java(), str(lib / "*")
+        shared = class_data_options(java, classpath, [lib], main_class, lib.parent / "cds") if class_data else []
+        return [java, *(jvm_opts or []), *shared, "-cp", classpath, main_class, *args]
 
     def tool_command(self, tool: str, args: list[str], jvm_opts: list[str] | None = None) -> list[str]:
         """The command line of a stock Kafka tool, e.g. ``tool_command("kafka-topics", ["--list", ...])``."""
