@@ -62,14 +62,14 @@ def write_zookeeper_files(home: Path, z: ZkNode, dynamic: str, spec: SandboxSpec
 
 
 def zookeeper_command(home: Path, spec: SandboxSpec, dist: Distribution, sec: SandboxSecurity | None) -> list[str]:
-    """The command line of the ZooKeeper server in ``home``."""
+    """The command line of the ZooKeeper server in ``home`` (with its class-data-sharing archive: ``adapters/class_data``)."""
     opts = [
         f"-Xmx{spec.zookeeper_heap_mb}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
         "-XX:+ExitOnOutOfMemoryError", f"-Dlog4j.configuration=file:{home / 'log4j.properties'}",
         f"-Dzookeeper.log.dir={home}", "-Dzookeeper.jmx.log4j.disable=true",
         *(sec.zookeeper_jvm_options() if sec else []),
     ]
-    return dist.java_command(ZOOKEEPER_MAIN, [str(home / "zoo.cfg")], opts)
+    return dist.java_command(ZOOKEEPER_MAIN, [str(home / "zoo.cfg")], opts, class_data=True)
 
 
 def write_broker_files(home: Path, b: BrokerNode, zookeeper_connect: str, spec: SandboxSpec,
@@ -85,14 +85,15 @@ def write_broker_files(home: Path, b: BrokerNode, zookeeper_connect: str, spec: 
 
 
 def broker_command(home: Path, spec: SandboxSpec, dist: Distribution, sec: SandboxSecurity | None) -> list[str]:
-    """The command line of the broker in ``home``."""
+    """The command line of the broker in ``home``: the client compiler only (a sandbox broker lives minutes and
+    moves megabytes: C2's compilations cost more CPU than they save) and the class-data-sharing archive."""
     opts = [
-        f"-Xmx{spec.kafka_heap_mb}m", f"-Xms{spec.kafka_heap_mb}m", "-XX:+UseSerialGC",
+        f"-Xmx{spec.kafka_heap_mb}m", f"-Xms{spec.kafka_heap_mb}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
         "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
         f"-Dlog4j.configuration=file:{home / 'log4j.properties'}", f"-Dkafka.logs.dir={home}",
         *(sec.broker_jvm_options() if sec else []),
     ]
-    return dist.java_command(KAFKA_MAIN, [str(home / "server.properties")], opts)
+    return dist.java_command(KAFKA_MAIN, [str(home / "server.properties")], opts, class_data=True)
 
 
 def seed_zookeeper(spec: SandboxSpec, sec: SandboxSecurity) -> None:
