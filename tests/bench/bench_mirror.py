@@ -47,7 +47,8 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from migrate.adapters.jars import MIRROR_MAKER_MAIN, ensure_distribution  # noqa: E402
 from migrate.adapters.mirrormaker.mm2 import LOG4J  # noqa: E402
 from migrate.runner.mirror.cutover import CutoverRequest, cutover  # noqa: E402
-from migrate.runner.mirror.mm2 import Request, Side, start, stop, wait_caught_up  # noqa: E402
+from migrate.runner.mirror.clusters import Request, Side  # noqa: E402
+from migrate.runner.mirror.mm2 import MirrorMaker2  # noqa: E402
 from migrate.sandbox.testing import produce_waiting, running_sandbox, stop_process  # noqa: E402
 
 SMALL = dict(zookeeper_ids=(1,), broker_ids=(1,), zookeeper_heap_mb=64, kafka_heap_mb=512)
@@ -121,7 +122,7 @@ def time_kmigrate(source: str, target: str, state_dir: Path, records: int,
     t0 = time.monotonic()
     done: list[float] = []
     first: list[float] = []
-    start(req, state_dir, heap_mb=1024, tasks=2)
+    MirrorMaker2().start(req, state_dir, heap_mb=1024, tasks=2)
     started = time.monotonic() - t0
 
     def seen(status) -> None:
@@ -131,12 +132,13 @@ def time_kmigrate(source: str, target: str, state_dir: Path, records: int,
             done.append(time.monotonic())
         progress(f"kmigrate: lag {status.total_lag} records", t0)
     try:
-        caught_up, last = wait_caught_up(state_dir, None, None, None, timeout_s=3600, interval_s=1.0, on_status=seen)
+        caught_up, last = MirrorMaker2().wait_caught_up(state_dir, None, None, None, timeout_s=3600, interval_s=1.0,
+                                                        on_status=seen)
         assert caught_up, f"kmigrate's MirrorMaker not caught up: lag {last.total_lag}"
         then()
         return done[0] - t0, started, first[0]
     finally:
-        stop(state_dir, 30)
+        MirrorMaker2().stop(state_dir, 30)
 
 
 def time_by_hand(source: str, target: str, home: Path, source_ends: dict[tuple[str, int], int]) -> tuple[float, float]:

@@ -360,3 +360,38 @@ def test_stop_leaves_no_process_and_a_stale_pid_file_is_handled(clusters, source
     assert not (state_dir / "mm2.pid").exists()
     code, out, err = run(capsys, "mirror", "stop", "--state-dir", str(state_dir))
     assert code == 0 and "not running" in out
+
+
+def test_start_connects_to_each_cluster_once(clusters, source_data, state_dir, capsys, monkeypatch):
+    """``mirror start`` opens one admin connection to each cluster (the plan's reads, the rights checks,
+    the topics and the bookkeeping share it) and one bookkeeping writer on the target."""
+    from collections import Counter
+
+    import confluent_kafka
+    from migrate.adapters.kafka import client as kafka_client
+
+    admins: Counter = Counter()
+    producers: Counter = Counter()
+
+    class CountingAdmin(kafka_client.AdminClient):
+        def __init__(self, conf, **kwargs):
+            admins[conf["bootstrap.servers"]] += 1
+            super().__init__(conf, **kwargs)
+
+    real_producer = confluent_kafka.Producer
+
+    def counting_producer(conf, *args, **kwargs):
+        producers[conf["bootstrap.servers"]] += 1
+        return real_producer(conf, *args, **kwargs)
+
+    monkeypatch.setattr(kafka_client, "AdminClient", CountingAdmin)
+    monkeypatch.setattr(confluent_kafka, "Producer", counting_producer)
+    code, doc, err = run_json(capsys, "mirror", "start", *sides(clusters), "--topics", MIRRORED,
+                              "--state-dir", str(state_dir), "--heap-mb", HEAP)
+    assert code == 0, err
+    assert not doc["already_running"]
+    src, tgt = clusters
+    assert admins == Counter({src: 1, tgt: 1}), admins
+    assert producers == Counter({tgt: 1}), producers
+    code, out, err = run(capsys, "mirror", "stop", "--state-dir", str(state_dir))
+    assert code == 0 and "stopped" in out, err

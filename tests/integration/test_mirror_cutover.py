@@ -26,7 +26,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.ledger import MIRROR_TOPIC
-from migrate.runner.mirror.mm2 import Request, Side, start
+from migrate.runner.mirror.clusters import Request, Side
+from migrate.runner.mirror.mm2 import MirrorMaker2
 from migrate.sandbox.testing import running_sandbox
 from cli_support import run, run_json
 from test_mirror import create, produce, produce_transactions, state_dir  # noqa: F401 (state_dir: a fixture)
@@ -141,7 +142,7 @@ class LiveProducer:
 def mirror(clusters, source, state_dir):
     src, tgt = clusters
     live = LiveProducer(src)
-    start(Request(Side(src), Side(tgt, role="target"), "c-.*"), state_dir, heap_mb=256)
+    MirrorMaker2().start(Request(Side(src), Side(tgt, role="target"), "c-.*"), state_dir, heap_mb=256)
     deadline = time.monotonic() + 120
     while sum(ends(tgt, ORDERS)) < 600 and time.monotonic() < deadline:  # the bulk copied (EOS adds markers)
         time.sleep(1)

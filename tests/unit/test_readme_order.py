@@ -88,8 +88,8 @@ def test_the_first_screen_keeps_its_two_set_up_commands():
 
 
 def test_readme_lists_the_acls_each_command_checks():
-    """The README's ACL table is the table the commands check (core/permissions.py), word for word,
+    """The README's ACL table is the table the commands check (core/acl_table.py), word for word,
     one heading level down (it sits under "Secured clusters")."""
-    from migrate.core.permissions import readme_section
+    from migrate.core.acl_table import readme_section
 
     assert "#" + readme_section().strip() in README.read_text(encoding="utf-8")

@@ -7,7 +7,7 @@ Every call has a timeout; an unreachable cluster is a ``BadInput`` naming it.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
@@ -18,6 +18,14 @@ from migrate.core.clientconfig import ClientSettings
 from migrate.core.mirror.plan import AclReading, ClusterReading, TopicReading
 from migrate.core.permissions import Need, Resource, missing_line, principal_of
 from migrate.errors import BadInput, StepFailed
+
+
+class GroupMembers(NamedTuple):
+    """A consumer group as :meth:`MirrorCluster.group_members` reads it."""
+
+    state: str
+    members: list[str]  # client-id@host
+    owners: dict[tuple[str, int], tuple[str, str]]  # (topic, partition) -> (consumer id, client id)
 
 
 class MirrorCluster:
@@ -253,16 +261,20 @@ class MirrorCluster:
             raise self._fail(f"the offsets of group {group}", exc) from None
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 
-    def group_members(self, group: str) -> tuple[str, list[str]]:
-        """A consumer group's state (``EMPTY``, ``STABLE``, ``DEAD`` ...) and its members as
-        ``client-id@host`` (``DEAD`` with none: the group does not exist there)."""
+    def group_members(self, group: str) -> GroupMembers:
+        """A consumer group's state (``EMPTY``, ``STABLE``, ``DEAD`` ...), its members as ``client-id@host``
+        (``DEAD`` with none: the group does not exist there) and who owns each partition."""
         try:
             desc = self.admin.describe_consumer_groups([group], request_timeout=self.timeout_s)[group].result(
                 timeout=self.timeout_s)
         except Exception as exc:
             raise self._fail(f"the state of group {group}", exc) from None
-        state = getattr(desc.state, "name", str(desc.state))
-        return state, sorted(f"{m.client_id}@{m.host.lstrip('/')}" for m in desc.members)
+        owners: dict[tuple[str, int], tuple[str, str]] = {}
+        for m in desc.members:
+            for tp in (m.assignment.topic_partitions if m.assignment else []):
+                owners[(tp.topic, tp.partition)] = (m.member_id, m.client_id)
+        return GroupMembers(getattr(desc.state, "name", str(desc.state)),
+                            sorted(f"{m.client_id}@{m.host.lstrip('/')}" for m in desc.members), owners)
 
     def count_records(self, ranges: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], int]:
         """(topic, partition) -> the committed records a read_committed consumer reads from ``start``

@@ -1,6 +1,7 @@
 """Kafka reads for kmigrate's own offset translation and MirrorMaker 1's status (confluent-kafka):
 a partition's record at an offset, the target's offset for a timestamp, a bounded window of records
-with their content digests, newest timestamps, a group's members, and setting a group's offsets.
+with their content digests, newest timestamps, and setting a group's offsets (a group's members:
+:meth:`migrate.adapters.kafka.mirror.MirrorCluster.group_members`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from migrate.adapters import LIBRDKAFKA_LOG
 from migrate.adapters.kafka.mirror import MirrorCluster
 from migrate.core.mirror.translation import Record, record_digest
-from migrate.errors import BadInput, StepFailed
+from migrate.errors import StepFailed
 
 
 def _consumer(side: MirrorCluster) -> Consumer:
@@ -84,21 +85,6 @@ def newest_timestamps(side: MirrorCluster, tps: list[tuple[str, int]]) -> dict[t
     except Exception:
         return {}  # a broker before 3.0: no time lag shown
     return out
-
-
-def group_members(side: MirrorCluster, group: str) -> tuple[str, dict[tuple[str, int], tuple[str, str]]]:
-    """(state, (topic, partition) -> (consumer id, client id)) of a consumer group."""
-    try:
-        desc = side.admin.describe_consumer_groups([group], request_timeout=side.timeout_s)[group].result(
-            timeout=side.timeout_s)
-    except Exception as exc:
-        raise BadInput(f"cannot describe consumer group {group} on the {side.role} cluster ({exc}): check "
-                       f"--{side.role}-command-config and the client's permissions") from None
-    owners: dict[tuple[str, int], tuple[str, str]] = {}
-    for m in desc.members:
-        for tp in (m.assignment.topic_partitions if m.assignment else []):
-            owners[(tp.topic, tp.partition)] = (m.member_id, m.client_id)
-    return str(desc.state.name if hasattr(desc.state, "name") else desc.state), owners
 
 
 def timestamp_types(side: MirrorCluster, topics: list[str]) -> dict[str, str]:

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Optional
 
 from migrate.commands.common import OutputFormat, console, emit_json, err_console
+from migrate.commands.mirror import render
 
 
-def emit_connect_configs(req, tasks: int, out: Optional[Path], output: OutputFormat) -> None:
-    from migrate.runner.mirror.connect import connect_configs
-
-    result = connect_configs(req, tasks, None if out is None else out.expanduser().resolve())
+def emit_connect_configs(engine, req, tasks: int, out: Optional[Path], output: OutputFormat) -> None:
+    """``engine``'s flow as connector configs (an engine that has none says so: BadInput)."""
+    result = engine.connect_configs(req, tasks, None if out is None else out.expanduser().resolve())
     if output == OutputFormat.json:
         emit_json(result.to_dict())
         return
@@ -23,9 +23,7 @@ def emit_connect_configs(req, tasks: int, out: Optional[Path], output: OutputFor
     made = result.topics.created
     say(f"created {len(made)} topic(s) on the target{': ' + ', '.join(made) if made else ''}; "
         f"{len(result.topics.existing)} already there", markup=False)
-    for topic, diffs in result.topics.differences.items():
-        say(f"config differs on the target for {topic}: " + ", ".join(f"{k}={t} (source {s})" for k, (s, t) in diffs.items()),
-            style="red", markup=False)
+    render.differences(result.topics.differences, err_console)
     if out is not None:
         say(f"wrote {len(result.connectors)} connector configs to {result.out}", markup=False)
     say("Run them on a Kafka Connect cluster whose workers have (in their worker properties): "

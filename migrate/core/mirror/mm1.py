@@ -7,12 +7,13 @@ source's key, value, headers and timestamp but **no partition** (the target prod
 places it: keyed records land where Java's murmur2 of the key says, unkeyed ones anywhere), flushes
 its producer and then commits its consumer offsets every ``--offset.commit.interval.ms``. Killed
 between two commits, it copies again what it sent since the last one: duplicates on the target,
-never a gap. It translates no consumer offsets: kmigrate does (``core/offset_translation.py``).
+never a gap. It translates no consumer offsets: kmigrate does (``core/mirror/translation.py``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
 from migrate.errors import BadInput
 
@@ -99,38 +100,19 @@ class GroupLag:
         position = self.log_start if self.current_offset is None else max(self.current_offset, self.log_start)
         return max(0, self.log_end_offset - position)
 
+    COLUMNS: ClassVar[tuple[str, ...]] = ("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "TIME-LAG",
+                                          "CONSUMER-ID", "CLIENT-ID")
+
+    def cells(self) -> tuple[str, ...]:
+        """The row of ``mirror status``'s table (:data:`COLUMNS`, as ``kafka-consumer-groups --describe``)."""
+        return (self.topic, str(self.partition), "-" if self.current_offset is None else str(self.current_offset),
+                str(self.log_end_offset), str(self.lag), "-" if self.time_lag_ms is None else f"{self.time_lag_ms / 1000:.1f} s",
+                self.consumer_id or "-", self.client_id or "-")
+
     def to_dict(self) -> dict:
         return {"topic": self.topic, "partition": self.partition, "current_offset": self.current_offset,
                 "log_end_offset": self.log_end_offset, "lag": self.lag, "consumer_id": self.consumer_id,
                 "client_id": self.client_id, "time_lag_ms": self.time_lag_ms}
-
-
-@dataclass(frozen=True)
-class Mirror1Status:
-    instances: tuple[dict, ...]  # {"index", "running", "pid", "log"}
-    group: str
-    partitions: tuple[GroupLag, ...]
-    unclean_stops: tuple[dict, ...] = ()  # {"instance", "pid", "noticed_at"}: ended without a clean stop
-    notes: tuple[str, ...] = field(default=())
-
-    @property
-    def total_lag(self) -> int:
-        return sum(p.lag for p in self.partitions)
-
-    @property
-    def caught_up(self) -> bool:
-        return self.total_lag == 0
-
-    @property
-    def duplicates_possible(self) -> bool:
-        return bool(self.unclean_stops)
-
-    def to_dict(self) -> dict:
-        return {"engine": ENGINE, "group": self.group, "instances": list(self.instances),
-                "process": {"running": any(i["running"] for i in self.instances)},
-                "partitions": [p.to_dict() for p in self.partitions], "total_lag": self.total_lag,
-                "caught_up": self.caught_up, "duplicates_possible": self.duplicates_possible,
-                "unclean_stops": list(self.unclean_stops), "notes": list(self.notes)}
 
 
 def duplicates_note(unclean: tuple[dict, ...] | list[dict]) -> str | None:

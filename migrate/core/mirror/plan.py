@@ -16,6 +16,7 @@ import json
 import re
 import struct
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from migrate.errors import BadInput
 
@@ -135,8 +136,8 @@ class TopicPlan:
             "create": None if not self.to_create else {
                 "partitions": self.source.partitions, "replication_factor": self.create_replication_factor,
                 "configs": self.create_configs},
-            "config_differences": {k: {"source": s, "target": t} for k, (s, t) in self.config_differences.items()},
-            "never_synced_by_mirrormaker": {k: {"source": s, "target": t} for k, (s, t) in self.never_synced.items()},
+            "config_differences": source_and_target(self.config_differences),
+            "never_synced_by_mirrormaker": source_and_target(self.never_synced),
             "warnings": list(self.warnings),
         }
 
@@ -237,6 +238,15 @@ def config_differences(src: TopicReading, tgt: TopicReading) -> dict[str, tuple[
     either side (throttle lists, which name broker ids, left out)."""
     keys = (set(src.non_default()) | set(tgt.non_default())) - set(NOT_COPIED)
     return {k: (src.configs.get(k), tgt.configs.get(k)) for k in sorted(keys) if src.configs.get(k) != tgt.configs.get(k)}
+
+
+def source_and_target(pairs: Mapping[str, tuple[str | None, str | None]]) -> dict[str, dict[str, str | None]]:
+    """Config name -> (source value, target value) in the JSON form of every mirror document.
+
+    >>> source_and_target({"retention.ms": ("1", "2")})
+    {'retention.ms': {'source': '1', 'target': '2'}}
+    """
+    return {k: {"source": s, "target": t} for k, (s, t) in pairs.items()}
 
 
 def heartbeat_timestamp(value: bytes | None) -> int | None:
@@ -489,112 +499,6 @@ def task_states(records: list[tuple[bytes | None, bytes | None]]) -> dict[str, s
     return out
 
 
-# ====================================================================== lag
-
-
-@dataclass(frozen=True)
-class PartitionLag:
-    topic: str
-    partition: int
-    source_start: int
-    source_end: int
-    mirrored: int | None  # last source offset MirrorMaker copied (None: nothing yet)
-    # Nothing but transaction markers and aborted records between the next offset and the end (a
-    # read_committed consumer found no record there): MirrorMaker has nothing left to copy.
-    only_control_left: bool = False
-    # How far behind in time: now minus the timestamp of the next record to copy (0 when caught up,
-    # None when not known: that record not read)
-    time_lag_ms: int | None = None
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return self.topic, self.partition
-
-    @property
-    def next_offset(self) -> int:
-        """The source offset MirrorMaker copies next."""
-        return self.source_start if self.mirrored is None else max(self.mirrored + 1, self.source_start)
-
-    @property
-    def lag(self) -> int:
-        return 0 if self.only_control_left else max(0, self.source_end - self.next_offset)
-
-    def to_dict(self) -> dict:
-        return {"topic": self.topic, "partition": self.partition, "source_start": self.source_start,
-                "source_end": self.source_end, "mirrored_offset": self.mirrored, "lag": self.lag,
-                "only_control_records_left": self.only_control_left,
-                "time_lag_s": None if self.time_lag_ms is None else round(self.time_lag_ms / 1000, 1)}
-
-
-@dataclass(frozen=True)
-class GroupOffset:
-    group: str
-    topic: str
-    partition: int
-    source_committed: int
-    checkpoint_upstream: int | None
-    translated: int | None
-    target_committed: int | None
-    # records a consumer switched now would read again (committed records on the target from its
-    # offset there, else the translated one, minus those on the source after its commit); counted
-    # only once the partition is copied to its end (None before); negative: that offset would skip records
-    duplicates: int | None = None
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class MirrorStatus:
-    process: dict
-    partitions: tuple[PartitionLag, ...]
-    tasks: dict[str, str]
-    groups: tuple[GroupOffset, ...] = ()
-    config_differences: dict[str, dict[str, tuple[str | None, str | None]]] = field(default_factory=dict)
-    heartbeat_age_s: float | None = None  # since MirrorMaker's newest heartbeat on the target (None: none yet)
-    history: dict = field(default_factory=dict)  # what the bookkeeping says was done (core.cutover.mirror_history)
-
-    @property
-    def total_lag(self) -> int:
-        return sum(p.lag for p in self.partitions)
-
-    @property
-    def caught_up(self) -> bool:
-        return self.total_lag == 0
-
-    def to_dict(self) -> dict:
-        return {"process": self.process, "tasks": self.tasks, "partitions": [p.to_dict() for p in self.partitions],
-                "total_lag": self.total_lag, "caught_up": self.caught_up,
-                "total_source_records": sum(p.source_end - p.source_start for p in self.partitions),
-                "groups": [g.to_dict() for g in self.groups],
-                "config_differences": {t: {k: {"source": a, "target": b} for k, (a, b) in d.items()}
-                                       for t, d in self.config_differences.items()},
-                "heartbeat_age_s": None if self.heartbeat_age_s is None else round(self.heartbeat_age_s, 1),
-                "bookkeeping": self.history}
-
-
-def partition_lags(ends: dict[tuple[str, int], tuple[int, int]], mirrored: dict[tuple[str, int], int],
-                   next_times: dict[tuple[str, int], int | None] | None = None,
-                   now_ms: int | None = None) -> tuple[PartitionLag, ...]:
-    """Per source partition (``ends``: (topic, partition) -> (log start, end)) its lag against MirrorMaker's
-    position, in records and in time; ``next_times``: the timestamp of each lagging partition's next
-    record to copy, ``None`` for one with nothing but transaction markers or aborted records left.
-
-    >>> [(p.lag, p.time_lag_ms) for p in partition_lags({("t", 0): (0, 10), ("t", 1): (0, 5)},
-    ...     {("t", 0): 6, ("t", 1): 3}, {("t", 0): 1000, ("t", 1): None}, 4000)]
-    [(3, 3000), (0, 0)]
-    """
-    next_times = next_times or {}
-    out = []
-    for (t, p), (start, end) in sorted(ends.items()):
-        control = (t, p) in next_times and next_times[(t, p)] is None
-        lag = PartitionLag(t, p, start, end, mirrored.get((t, p)), control)
-        ts = next_times.get((t, p))
-        time_lag = 0 if lag.lag == 0 else (None if ts is None or now_ms is None else max(0, now_ms - ts))
-        out.append(PartitionLag(t, p, start, end, mirrored.get((t, p)), control, time_lag))
-    return tuple(out)
-
-
 # What MirrorMaker 2 (Kafka Connect's DistributedHerder) logs once its worker has joined and started
 # what it was given; a right refused before it (the workers' leader claiming the config topic with its
 # transactional id) is in the log by then.
@@ -609,22 +513,3 @@ def authorization_refusals(log_text: str) -> list[str]:
     ['TransactionalIdAuthorizationException']
     """
     return list(dict.fromkeys(m.group(1) for m in _REFUSED.finditer(log_text)))
-
-
-def refusal_message(refusals: list[str], log_path: str, principal: str | None, target_bootstrap: str) -> str:
-    """One line: which rights MirrorMaker 2 was refused at start, how to grant them, what to run next."""
-    from migrate.core.permissions import Need, Resource, grant_command
-
-    who = principal or "User:<the target's principal>"
-
-    def grant(transactional_id: str, prefixed: bool = False) -> str:
-        need = Need(Resource.transactional_id(transactional_id), "WRITE", "write MirrorMaker 2's transactions")
-        return grant_command(need, who, target_bootstrap, also=("DESCRIBE",), prefixed=prefixed)
-
-    if "TransactionalIdAuthorizationException" in refusals:
-        how = (f"its exactly-once needs WRITE and DESCRIBE on the target's transactional ids: "
-               f"{grant(WORKER_GROUP, prefixed=True)}, and {grant(f'connect-cluster-{WORKER_GROUP}')}")
-    else:
-        how = f"{log_path} names the resource; the README lists the ACLs mirror start needs"
-    return (f"MirrorMaker 2 was refused a right at start ({', '.join(refusals)}) and is stopped again; {how}; "
-            "then run kmigrate mirror start again")

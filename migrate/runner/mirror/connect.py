@@ -10,7 +10,8 @@ from pathlib import Path
 from migrate.core.mirror.plan import mirror_definition
 from migrate.core.mirror.connect import connector_configs, hidden_keys, worker_requirements
 from migrate.files import check_writable, write_whole
-from migrate.runner.mirror.mm2 import CreateResult, Request, create_topics, read_plan
+from migrate.runner.mirror.clusters import Clusters, Request, read_plan
+from migrate.runner.mirror.topics import CreateResult, create_topics
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,13 @@ def connect_configs(req: Request, tasks: int = 2, out: Path | None = None) -> Co
     """Plan, create the target's topics, render the connector configs (and write them to ``out``)."""
     if out is not None:
         check_writable(out, "--out", "connectors.json")
-    plan = read_plan(req)
-    definition = mirror_definition(plan, req.source.java_properties(), req.target.java_properties(), tasks=tasks)
+    clusters = Clusters(req.source, req.target)
+    plan = read_plan(req, clusters)
+    definition = mirror_definition(plan, clusters.java_properties("source"), clusters.java_properties("target"),
+                                   tasks=tasks)
     connectors = connector_configs(definition)
     result = ConnectConfigs(connectors, hidden_keys(connectors), worker_requirements(definition),
-                            create_topics(req, plan), out)
+                            create_topics(clusters, plan), out)
     if out is not None:
         write_whole(out, result.text(), "the connector configs", "--out")
     return result

@@ -32,15 +32,18 @@ from typing import Callable
 
 from migrate.adapters.kafka.mirror import MirrorCluster
 from migrate.adapters.kafka.translation import set_group_offsets
-from migrate.core.mirror.cutover import (Translation, choose_offset, client_changes, ends_key, moving_partitions,
-                                  offset_syncs, passed_gates, recorded_offsets, target_write, with_duplicates)
 from migrate.core.ledger import MIRROR_TOPIC
-from migrate.core.mirror.plan import (CHECKPOINTS_TOPIC, CONNECT_OFFSETS_TOPIC, OFFSET_SYNCS_TOPIC, is_internal_topic,
-                                 latest_checkpoints, mirrored_positions, partition_lags)
+from migrate.core.mirror.cutover import (Translation, client_changes, ends_key, moving_partitions, passed_gates,
+                                         recorded_offsets, target_write, with_duplicates)
+from migrate.core.mirror.plan import compile_filter, is_internal_topic
+from migrate.core.mirror.rights import cutover_needs
 from migrate.errors import BadInput, StepFailed
 from migrate.runner.events import crash_point
-from migrate.runner.mirror.mm2 import MirrorBook, Side, resolve_sides
-from migrate.waiting import SYSTEM_CLOCK, Clock
+from migrate.runner.mirror.clusters import MirrorBook, Side, Started
+from migrate.runner.mirror.engine import Engine
+from migrate.runner.mirror.engines import engine_of
+from migrate.runner.permissions import require
+from migrate.waiting import SYSTEM_CLOCK, Clock, poll
 
 Say = Callable[[str], None]
 TP = tuple[str, int]
@@ -96,15 +99,28 @@ class CutoverResult:
 @dataclass
 class _Run:
     req: CutoverRequest
-    source: Side
-    target: Side
-    src: MirrorCluster
-    tgt: MirrorCluster
+    mirror: Started
     topics: dict[str, int]
     book: MirrorBook
+    engine: Engine  # as mirror start recorded it
     records: list = field(default_factory=list)  # the bookkeeping's values (mirror-* of this mirror)
     committed: dict[str, dict[TP, int]] = field(default_factory=dict)
-    engine: str = "mirrormaker2"  # as mirror start recorded it (mirrormaker1: kmigrate translates the offsets)
+
+    @property
+    def source(self) -> Side:
+        return self.mirror.source
+
+    @property
+    def target(self) -> Side:
+        return self.mirror.target
+
+    @property
+    def src(self) -> MirrorCluster:
+        return self.mirror.clusters.source
+
+    @property
+    def tgt(self) -> MirrorCluster:
+        return self.mirror.clusters.target
 
 
 def cutover(req: CutoverRequest, say: Say = lambda m: None, clock: Clock = SYSTEM_CLOCK) -> CutoverResult:
@@ -142,16 +158,15 @@ def _open(req: CutoverRequest) -> _Run:
         raise BadInput("give the consumer groups to switch with --group (repeat it)")
     if req.quiet_s <= 0 or req.timeout_s <= 0:
         raise BadInput("--quiet-period and --timeout must be positive durations, like 10s and 5m")
-    source, target, recorded, _ = resolve_sides(req.state_dir, req.source, req.target)
-    src, tgt = MirrorCluster(source.settings(), "source"), MirrorCluster(target.settings(), "target")
+    mirror = Started.open(req.state_dir, req.source, req.target)
+    src, tgt = mirror.clusters.source, mirror.clusters.target
     sid, tid = src.cluster_id(), tgt.cluster_id()
     if sid == tid:
-        raise BadInput(f"source {source.bootstrap} and target {target.bootstrap} are the same cluster (cluster id "
-                       f"{sid}): give the new cluster as --target-bootstrap")
-    from migrate.core.mirror.plan import compile_filter
-
+        raise BadInput(f"source {mirror.source.bootstrap} and target {mirror.target.bootstrap} are the same cluster "
+                       f"(cluster id {sid}): give the new cluster as --target-bootstrap")
     topic_re = compile_filter(req.topics, "--topics")
     on_source = src.topic_partitions()
+    recorded = mirror.topics
     if recorded is None:
         recorded = {n: c for n, c in on_source.items() if not is_internal_topic(n)}
     topics = {n: c for n, c in recorded.items() if topic_re.fullmatch(n) and n in on_source}
@@ -159,22 +174,16 @@ def _open(req: CutoverRequest) -> _Run:
     if not topics or missing:
         raise BadInput(f"topics {', '.join(missing)} are not on the target: run kmigrate mirror start first"
                        if missing else f"no mirrored topic matches --topics {req.topics!r}")
-    from migrate.runner.mirror.mm1 import engine_of
-
     engine = engine_of(req.state_dir)
-    book = MirrorBook(tgt, sid, tid)
+    book = mirror.clusters.book(sid, tid)
     _check_rights(req, src, tgt, topics, book.exists(), engine)
-    return _Run(req, source, target, src, tgt, topics, book, book.values(), engine=engine)
+    return _Run(req, mirror, topics, book, engine, book.values())
 
 
 def _check_rights(req: CutoverRequest, src: MirrorCluster, tgt: MirrorCluster, topics: dict[str, int],
-                  book_exists: bool, engine: str = "mirrormaker2") -> None:
+                  book_exists: bool, engine: Engine) -> None:
     """Every right the cut-over needs on both clusters, before it changes anything (BadInput)."""
-    from migrate.core.permissions import cutover_needs
-    from migrate.runner.permissions import require
-
-    internal = () if engine == "mirrormaker1" else (CONNECT_OFFSETS_TOPIC, CHECKPOINTS_TOPIC, OFFSET_SYNCS_TOPIC)
-    on_source, on_target = cutover_needs(req.groups, topics, internal, MIRROR_TOPIC, book_exists)
+    on_source, on_target = cutover_needs(req.groups, topics, engine.cutover_reads, MIRROR_TOPIC, book_exists)
     require(src.admin, src.settings, on_source)
     require(tgt.admin, tgt.settings, [n for n in on_target if n.operation != "CREATE" or not req.dry_run])
 
@@ -186,7 +195,7 @@ def _record(run: _Run, kind: str, subject: str, **fields) -> None:
 def _check_groups(run: _Run) -> None:
     """Refusals of step 0 / gate c (BadInput: nothing has been changed when they are raised)."""
     for group in run.req.groups:
-        state, members = run.tgt.group_members(group)
+        state, members, _ = run.tgt.group_members(group)
         if members or state not in ("EMPTY", "DEAD", "UNKNOWN"):
             raise BadInput(f"group {group} is active on the target ({state}: {', '.join(members) or 'no member listed'}): "
                            "stop its consumers on the target, then run the cut-over again")
@@ -195,7 +204,7 @@ def _check_groups(run: _Run) -> None:
             raise BadInput(f"group {group} has no committed offset on a mirrored topic of the source: check "
                            "--group (kafka-consumer-groups --list)")
         run.committed[group] = committed
-        state, members = run.src.group_members(group)
+        members = run.src.group_members(group).members
         if members:
             raise BadInput(f"group {group} still has members on the source ({', '.join(members)}): stop those "
                            "consumers, then run the cut-over again")
@@ -232,23 +241,16 @@ def _producers_stopped(run: _Run, say: Say, clock: Clock) -> Gate:
 
 
 def _replicated(run: _Run, say: Say, clock: Clock) -> Gate:
-    """Gate b: every partition copied to its last record (re-read: positions are cheap to read)."""
-    from migrate.waiting import poll
-
+    """Gate b: every partition copied to its last record (re-read: positions are cheap to read), the
+    positions as the engine keeps them (a trailing transaction marker is not lag)."""
     left: list[str] = []
 
     def check() -> bool:
-        if run.engine == "mirrormaker1":  # MirrorMaker 1's consumer group on the source
-            from migrate.runner.mirror.mm1 import not_copied
-
-            left[:] = [f"{t}-{p} ({n})" for (t, p), n in not_copied(run.src, run.req.state_dir, run.topics).items()]
-            return not left
         ends = run.src.end_offsets(run.topics)
-        positions = mirrored_positions(run.tgt.read_topic(CONNECT_OFFSETS_TOPIC))
-        lagging = {lag.key: lag.next_offset for lag in partition_lags(ends, positions) if lag.lag > 0}
+        lagging = run.engine.next_to_copy(run.mirror, ends)
         control = run.src.without_records(lagging, {tp: ends[tp][1] for tp in lagging})
         left[:] = [f"{t}-{p} ({ends[(t, p)][1] - o})" for (t, p), o in sorted(lagging.items()) if (t, p) not in control]
-        if left:
+        if left and run.engine.live_progress:
             say(f"MirrorMaker has not copied the last records of {', '.join(left[:10])}")
         return not left
 
@@ -258,42 +260,16 @@ def _replicated(run: _Run, say: Say, clock: Clock) -> Gate:
     return Gate("replicated", f"{len(run.topics)} topic(s) copied to their last record (MirrorMaker's stored positions)")
 
 
-def _translate_once(run: _Run) -> list[Translation]:
-    checkpoints = latest_checkpoints(run.tgt.read_topic(CHECKPOINTS_TOPIC))
-    syncs = offset_syncs(run.tgt.read_topic(OFFSET_SYNCS_TOPIC))
-    ends = _ends(run)
-    target = run.tgt.end_offsets(run.topics)
-    out = []
-    for group in run.req.groups:
-        for tp, committed in sorted(run.committed[group].items()):
-            out.append(choose_offset(group, tp, committed, checkpoints.get((group, *tp)), syncs.get(tp, []),
-                                     ends[tp], True, target[tp][1], target[tp][0]))
-    return out
-
-
 def _translations(run: _Run, say: Say, clock: Clock) -> list[Translation]:
-    """Gate d's translation: waits (up to 3 checkpoint intervals) for MirrorMaker's checkpoints of the
-    groups' last commits, then counts the duplicates of each offset."""
-    from migrate.waiting import poll
-
-    latest: list[list[Translation]] = [[]]
-
-    def exact() -> bool:
-        latest[0] = _translate_once(run)
-        return all(t.how in ("end", "log-start") or (t.checkpoint is not None and t.checkpoint[0] == t.source_committed)
-                   for t in latest[0])
-
-    if run.engine == "mirrormaker1":  # no checkpoints: kmigrate's own translation (timestamp, then content)
-        from migrate.runner.mirror.mm1 import cutover_translations
-
-        latest[0] = cutover_translations(run.src, run.tgt, run.req.state_dir, run.req.groups, run.committed)
-    elif not poll(exact, timeout_s=min(16.0, run.req.timeout_s), interval_s=2.0, clock=clock):
-        say("MirrorMaker has no checkpoint yet of some groups' last commit: translating from its offset-syncs")
+    """Gate d's translation: the engine's (MirrorMaker 2's checkpoints and offset-syncs, or kmigrate's own
+    for MirrorMaker 1), then the duplicates of each offset counted."""
+    translated = run.engine.translate_offsets(run.mirror, run.topics, run.req.groups, run.committed,
+                                              run.req.timeout_s, say, clock)
     ends = _ends(run)
     target_ends = {tp: e for tp, (_s, e) in run.tgt.end_offsets(run.topics).items()}
     out = []
     for group in run.req.groups:
-        mine = [t for t in latest[0] if t.group == group]
+        mine = [t for t in translated if t.group == group]
         ok = [t for t in mine if t.offset is not None]
         src = run.src.count_records({t.key: (t.source_committed, ends[t.key]) for t in ok})
         tgt = run.tgt.count_records({t.key: (t.offset, target_ends[t.key]) for t in ok})

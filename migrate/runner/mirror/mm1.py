@@ -1,47 +1,38 @@
-"""``kmigrate mirror --engine mirrormaker1``: start, stop and watch MirrorMaker 1 processes, and
-translate consumer offsets (MirrorMaker 1 keeps none).
+"""The MirrorMaker 1 engine of ``kmigrate mirror`` (``--engine mirrormaker1``): N MirrorMaker 1
+processes sharing one consumer group on the source, started, stopped and watched; it keeps no consumer
+offsets, so the cut-over translates them with kmigrate's own translation (``runner/mirror/translate.py``).
 
 Kill-safety: ``start`` plans (reads only), creates the missing topics (idempotent), writes the
 properties and ``mirror.json`` (which names the engine), then starts each instance and writes its pid;
 an instance whose pid file was never written is found by its command line. A rerun starts only the
-instances not running. ``translate`` reads, then sets each group's offsets in one request per group.
+instances not running.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from migrate.adapters.kafka.mirror import MirrorCluster
-from migrate.adapters.mirrormaker.mm2 import MirrorMakerProcess
-from migrate.adapters.mirrormaker.mm1 import PRODUCER_FILE, MirrorMaker1Process, instance_indexes, wait_alive
 from migrate.adapters.kafka import translation as reads
-from migrate.files import write_private
-from migrate.core.mirror.plan import compile_filter, render_properties
-from migrate.core.mirror.mm1 import (DEFAULT_GROUP, ENGINE, Mirror1Status, arguments, check_instances,
-                                      consumer_properties, duplicates_note, group_lags,
-                                      producer_properties)
-from migrate.core.mirror.translation import (PartitionFacts, PartitionTranslation, partitions_not_kept,
-                                            translate as translate_partition)
+from migrate.adapters.mirrormaker.mm1 import PRODUCER_FILE, MirrorMaker1Process, instance_indexes, wait_alive
+from migrate.adapters.mirrormaker.mm2 import MirrorMakerProcess, StopResult
+from migrate.core.mirror.cutover import Translation
+from migrate.core.mirror.mm1 import (DEFAULT_GROUP, DEPRECATION, ENGINE, PARTITIONING, GroupLag, arguments, check_instances,
+                                     consumer_properties, duplicates_note, group_lags, producer_properties)
+from migrate.core.mirror.plan import MirrorPlan, render_properties
+from migrate.core.mirror.rights import Needs, mm1_needs
+from migrate.core.mirror.status import GroupCopy, MirrorStatus
 from migrate.errors import BadInput, StepFailed
-from migrate.runner.mirror.mm2 import Request, Side, create_topics, read_plan, resolve_sides
+from migrate.files import write_private
+from migrate.runner.mirror.clusters import Clusters, Request, Started, read_plan
+from migrate.runner.mirror.engine import TP, Engine, Say
+from migrate.runner.mirror.topics import CreateResult, create_topics
+from migrate.runner.mirror.translate import cutover_translations, mirror_group
+from migrate.waiting import Clock
 
 HEADER = "Written by kmigrate mirror start --engine mirrormaker1: regenerated at every start, do not edit."
-
-
-def engine_of(state_dir: Path) -> str:
-    """The engine ``mirror start`` recorded in ``state_dir`` (MirrorMaker 2 when none is recorded)."""
-    state = MirrorMakerProcess(state_dir).read_state() or {}
-    return state.get("engine") or "mirrormaker2"
-
-
-def refuse_if_running(state_dir: Path) -> None:
-    """Before another engine starts from ``state_dir``: a running MirrorMaker 1 would be left unmanaged."""
-    running = [p.index for p in _procs(state_dir) if p.pid() is not None]
-    if running:
-        raise BadInput(f"MirrorMaker 1 runs from {state_dir} (instances {running}): run kmigrate mirror stop first, "
-                       "or give another --state-dir")
 
 
 def _procs(state_dir: Path, count: int | None = None) -> list[MirrorMaker1Process]:
@@ -55,7 +46,7 @@ class Start1Result:
     started: list[int]  # instance indexes started now
     group: str
     include: str
-    topics: object | None  # CreateResult
+    topics: CreateResult | None
     log: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -63,6 +54,31 @@ class Start1Result:
                 "started": self.started, "already_running": not self.started, "group": self.group,
                 "include": self.include, "logs": self.log,
                 "topics": None if self.topics is None else self.topics.to_dict()}
+
+    def lines(self) -> list[str]:
+        pids = ", ".join(map(str, self.pids))
+        if not self.started:
+            return [f"MirrorMaker 1 is already running (pids {pids}) with this configuration: nothing started"]
+        return [f"MirrorMaker 1 started: {len(self.pids)} instance(s), pids {pids}, consumer group {self.group} on the "
+                f"source, topics {self.include}; logs {', '.join(self.log)}"]
+
+
+@dataclass(frozen=True)
+class Stop1Report:
+    results: list[StopResult]
+
+    def to_dict(self) -> dict:
+        return {"engine": ENGINE, "instances": [
+            {"pid": r.pid, "how": r.how, "waited_s": round(r.waited_s, 1)} for r in self.results]}
+
+    def lines(self) -> list[str]:
+        out = [] if any(r.pid for r in self.results) else ["MirrorMaker 1 is not running: nothing to stop"]
+        for r in self.results:
+            if r.pid is None:
+                continue
+            how = "stopped cleanly after SIGTERM" if r.how == "SIGTERM" else "did not stop after SIGTERM: killed (SIGKILL)"
+            out.append(f"MirrorMaker 1 (pid {r.pid}) {how} in {r.waited_s:.1f} s")
+        return out
 
 
 def _record_unclean(state_dir: Path, procs: list[MirrorMaker1Process]) -> list[dict]:
@@ -77,209 +93,110 @@ def _record_unclean(state_dir: Path, procs: list[MirrorMaker1Process]) -> list[d
     return notes + new
 
 
-def start(req: Request, state_dir: Path, heap_mb: int = 256, instances: int = 1, group: str = DEFAULT_GROUP) -> Start1Result:
-    """Plan, create the target's topics, write the properties and start the instances not running."""
-    check_instances(instances)
-    if engine_of(state_dir) != ENGINE and MirrorMakerProcess(state_dir).pid() is not None:
-        raise BadInput(f"a MirrorMaker 2 runs from {state_dir}: run kmigrate mirror stop first, or give another --state-dir")
-    plan = read_plan(req)  # refuses a --topics that matches no topic
-    include = plan.topic_filter()
-    procs = _procs(state_dir, instances)
-    extra = [p for p in _procs(state_dir) if p.index >= instances and p.pid() is not None]
-    if extra:
-        raise BadInput(f"{len(extra) + instances} MirrorMaker 1 instances run from {state_dir}: run kmigrate mirror stop "
-                       f"first to change --instances to {instances}")
-    topics = create_topics(req, plan, engine=ENGINE, consumer_group=group)
-    consumer = render_properties(consumer_properties(req.source.bootstrap, req.source.java_properties(), group), HEADER)
-    producer = render_properties(producer_properties(req.target.bootstrap, req.target.java_properties()), HEADER)
-    state = MirrorMakerProcess(state_dir).read_state() or {}
-    unclean = _record_unclean(state_dir, procs) if state.get("engine") == ENGINE else []
-    MirrorMakerProcess(state_dir).write_state({
-        "engine": ENGINE, "source_bootstrap": req.source.bootstrap, "target_bootstrap": req.target.bootstrap,
-        "source_command_config": req.source.command_config, "target_command_config": req.target.command_config,
-        "topics": {t.name: t.source.partitions for t in plan.topics}, "groups": plan.groups_filter,
-        "group": group, "instances": instances, "include": include, "unclean_stops": unclean})
-    write_private(state_dir / PRODUCER_FILE, producer)
-    pids, started = [], []
-    for mm in procs:
-        running = mm.pid()
-        if running is not None:
-            if (mm.read_properties() or "") != consumer or (state.get("include") not in (None, include)):
-                raise BadInput(f"MirrorMaker 1 instance {mm.index} runs (pid {running}) with another configuration: "
-                               "run kmigrate mirror stop first, then start again")
-            pids.append(running)
-            continue
-        mm.write_properties(consumer)
-        args = arguments(str(mm.properties_path.resolve()), str((state_dir / PRODUCER_FILE).resolve()), include)
-        pids.append(mm.start_with(state_dir / PRODUCER_FILE, args, heap_mb))
-        started.append(mm.index)
-    dead = wait_alive([p for p in procs if p.index in started], [pids[i] for i in started], 5.0) if started else []
-    if dead:
-        tail = " | ".join(procs[dead[0]].log_tail(3)) or "no output"
-        raise StepFailed(f"MirrorMaker 1 instance(s) {dead} exited at start (see {procs[dead[0]].log_path}): {tail}")
-    return Start1Result(pids, started, group, include, topics if started else None, [str(p.log_path) for p in procs])
+class MirrorMaker1(Engine):
+    """Kafka's legacy ``kafka.tools.MirrorMaker`` (deprecated since Kafka 3.0, removed in 4.0)."""
 
+    name = ENGINE
+    label = "MirrorMaker 1"
+    notices = (DEPRECATION, PARTITIONING)
+    live_progress = False  # a wait prints a line per look, as kafka-consumer-groups would
 
-def stop(state_dir: Path, timeout_s: float = 30.0) -> list:
-    """Stop every MirrorMaker 1 instance of ``state_dir``: a StopResult each (SIGTERM, wait, SIGKILL)."""
-    procs = _procs(state_dir)
-    results = [p.stop(timeout_s) for p in procs]
-    _record_unclean(state_dir, procs)
-    return results
+    def check_options(self, instances: int = 1) -> None:
+        check_instances(instances)
 
+    def needs(self, plan: MirrorPlan, group: str | None = None) -> Needs:
+        return mm1_needs([t.name for t in plan.topics], [t.name for t in plan.to_create()], group)
 
-def status(state_dir: Path, source: Side | None = None, target: Side | None = None,
-           topics_filter: str | None = None) -> Mirror1Status:
-    """MirrorMaker 1's group on the source per partition (current offset, log end, lag, owner), the
-    time lag (newest timestamps on both sides), the processes, and any unclean stop (duplicates)."""
-    topic_re = compile_filter(topics_filter, "--topics")
-    source, target, recorded, _ = resolve_sides(state_dir, source, target)
-    state = MirrorMakerProcess(state_dir).read_state() or {}
-    group = state.get("group") or DEFAULT_GROUP
-    procs = _procs(state_dir)
-    unclean = _record_unclean(state_dir, procs)
-    src = MirrorCluster(source.settings(), "source")
-    tgt = MirrorCluster(target.settings(), "target")
-    recorded = {n: c for n, c in (recorded or {}).items() if topic_re.fullmatch(n)}
-    ends = src.end_offsets(recorded)
-    committed = src.committed_offsets(group, sorted(ends))
-    _, owners = reads.group_members(src, group)
-    on_target = tgt.topic_partitions()
-    src_ts = reads.newest_timestamps(src, sorted(ends))
-    tgt_ts = reads.newest_timestamps(tgt, [tp for tp in sorted(ends) if tp[1] < on_target.get(tp[0], 0)])
-    time_lags = {tp: max(0, ts - tgt_ts.get(tp, 0)) if tp in tgt_ts else None for tp, ts in src_ts.items()}
-    instances = tuple({"index": p.index, "running": (pid := p.pid()) is not None, "pid": pid, "log": str(p.log_path)}
-                      for p in procs)
-    note = duplicates_note(unclean)
-    return Mirror1Status(instances, group, group_lags(ends, committed, owners, time_lags), tuple(unclean),
-                         (note,) if note else ())
+    def refuse_if_running(self, state_dir: Path) -> None:
+        """A running MirrorMaker 1 would be left unmanaged by another engine started from ``state_dir``."""
+        running = [p.index for p in _procs(state_dir) if p.pid() is not None]
+        if running:
+            raise BadInput(f"MirrorMaker 1 runs from {state_dir} (instances {running}): run kmigrate mirror stop first, "
+                           "or give another --state-dir")
 
+    def start(self, req: Request, state_dir: Path, *, heap_mb: int, tasks: int = 2, instances: int = 1,
+              group: str = DEFAULT_GROUP) -> Start1Result:
+        """Plan, create the target's topics, write the properties and start the instances not running."""
+        state = MirrorMakerProcess(state_dir).read_state() or {}
+        clusters = Clusters(req.source, req.target)
+        plan = read_plan(req, clusters)  # refuses a --topics that matches no topic
+        include = plan.topic_filter()
+        procs = _procs(state_dir, instances)
+        extra = [p for p in _procs(state_dir) if p.index >= instances and p.pid() is not None]
+        if extra:
+            raise BadInput(f"{len(extra) + instances} MirrorMaker 1 instances run from {state_dir}: run kmigrate mirror "
+                           f"stop first to change --instances to {instances}")
+        topics = create_topics(clusters, plan, engine_needs=self.needs(plan, group))
+        consumer = render_properties(consumer_properties(req.source.bootstrap, clusters.java_properties("source"), group),
+                                     HEADER)
+        producer = render_properties(producer_properties(req.target.bootstrap, clusters.java_properties("target")), HEADER)
+        # MirrorMaker 1's start records its instances (MirrorMaker 2's does not): an earlier run of these instances
+        unclean = _record_unclean(state_dir, procs) if "instances" in state else []
+        MirrorMakerProcess(state_dir).write_state({
+            "engine": self.name, "source_bootstrap": req.source.bootstrap, "target_bootstrap": req.target.bootstrap,
+            "source_command_config": req.source.command_config, "target_command_config": req.target.command_config,
+            "topics": {t.name: t.source.partitions for t in plan.topics}, "groups": plan.groups_filter,
+            "group": group, "instances": instances, "include": include, "unclean_stops": unclean})
+        write_private(state_dir / PRODUCER_FILE, producer)
+        pids, started = [], []
+        for mm in procs:
+            running = mm.pid()
+            if running is not None:
+                if (mm.read_properties() or "") != consumer or (state.get("include") not in (None, include)):
+                    raise BadInput(f"MirrorMaker 1 instance {mm.index} runs (pid {running}) with another configuration: "
+                                   "run kmigrate mirror stop first, then start again")
+                pids.append(running)
+                continue
+            mm.write_properties(consumer)
+            args = arguments(str(mm.properties_path.resolve()), str((state_dir / PRODUCER_FILE).resolve()), include)
+            pids.append(mm.start_with(state_dir / PRODUCER_FILE, args, heap_mb))
+            started.append(mm.index)
+        dead = wait_alive([p for p in procs if p.index in started], [pids[i] for i in started], 5.0) if started else []
+        if dead:
+            tail = " | ".join(procs[dead[0]].log_tail(3)) or "no output"
+            raise StepFailed(f"MirrorMaker 1 instance(s) {dead} exited at start (see {procs[dead[0]].log_path}): {tail}")
+        return Start1Result(pids, started, group, include, topics if started else None, [str(p.log_path) for p in procs])
 
-def wait_caught_up(state_dir: Path, source: Side | None, target: Side | None, topics_filter: str | None,
-                   timeout_s: float, interval_s: float = 2.0, on_status=lambda s: None) -> tuple[bool, Mirror1Status]:
-    """Read :func:`status` until the group's lag is 0 everywhere or ``timeout_s`` passes."""
-    from migrate.waiting import poll
+    def stop(self, state_dir: Path, timeout_s: float = 30.0) -> Stop1Report:
+        """Stop every MirrorMaker 1 instance of ``state_dir`` (SIGTERM, wait, SIGKILL)."""
+        procs = _procs(state_dir)
+        results = [p.stop(timeout_s) for p in procs]
+        _record_unclean(state_dir, procs)
+        return Stop1Report(results)
 
-    def check() -> Mirror1Status | None:
-        current = status(state_dir, source, target, topics_filter)
-        on_status(current)
-        return current if current.caught_up else None
+    def read_status(self, mirror: Started, topic_re: re.Pattern[str], quick: bool = False) -> MirrorStatus:
+        """MirrorMaker 1's group on the source per partition (current offset, log end, lag, owner), the
+        time lag (newest timestamps on both sides), the processes, and any unclean stop (duplicates).
+        Its quick look is the whole look."""
+        state = MirrorMakerProcess(mirror.state_dir).read_state() or {}
+        group = state.get("group") or DEFAULT_GROUP
+        procs = _procs(mirror.state_dir)
+        unclean = _record_unclean(mirror.state_dir, procs)
+        src, tgt = mirror.clusters.source, mirror.clusters.target
+        recorded = {n: c for n, c in (mirror.topics or {}).items() if topic_re.fullmatch(n)}
+        ends = src.end_offsets(recorded)
+        committed = src.committed_offsets(group, sorted(ends))
+        owners = src.group_members(group).owners
+        on_target = tgt.topic_partitions()
+        src_ts = reads.newest_timestamps(src, sorted(ends))
+        tgt_ts = reads.newest_timestamps(tgt, [tp for tp in sorted(ends) if tp[1] < on_target.get(tp[0], 0)])
+        time_lags = {tp: max(0, ts - tgt_ts.get(tp, 0)) if tp in tgt_ts else None for tp, ts in src_ts.items()}
+        instances = tuple({"index": p.index, "running": (pid := p.pid()) is not None, "pid": pid, "log": str(p.log_path)}
+                          for p in procs)
+        note = duplicates_note(unclean)
+        return MirrorStatus(self.label, instances, group_lags(ends, committed, owners, time_lags), GroupLag.COLUMNS,
+                            (note,) if note else (), group_copy=GroupCopy(self.name, group, tuple(unclean)))
 
-    done = poll(check, timeout_s=timeout_s, interval_s=interval_s)
-    return done is not None, done or status(state_dir, source, target, topics_filter)
+    def next_to_copy(self, mirror: Started, ends: dict[TP, tuple[int, int]]) -> dict[TP, int]:
+        """Its consumer group's committed offsets on the source."""
+        committed = mirror.clusters.source.committed_offsets(mirror_group(mirror.state_dir), sorted(ends))
+        return {lag.topic_partition: lag.current_offset or lag.log_start for lag in group_lags(ends, committed) if lag.lag}
 
+    def translate_offsets(self, mirror: Started, topics: dict[str, int], groups: tuple[str, ...],
+                          committed: dict[str, dict[TP, int]], timeout_s: float, say: Say,
+                          clock: Clock) -> list[Translation]:
+        """No checkpoints: kmigrate's own translation (timestamp, then content)."""
+        return cutover_translations(mirror.clusters.source, mirror.clusters.target, mirror.state_dir, groups, committed)
 
-# ====================================================================== offset translation
-
-
-@dataclass(frozen=True)
-class TranslateResult:
-    partitions: tuple[PartitionTranslation, ...]
-    applied: bool
-    groups: tuple[str, ...]
-
-    @property
-    def rereads(self) -> int | None:
-        values = [p.rereads for p in self.partitions]
-        return None if any(v is None for v in values) else sum(values)
-
-    def to_dict(self) -> dict:
-        return {"groups": list(self.groups), "applied": self.applied, "rereads": self.rereads,
-                "partitions": [p.to_dict() for p in self.partitions]}
-
-
-def translate(state_dir: Path, groups: list[str], source: Side | None = None, target: Side | None = None,
-              window: int = 10000, dry_run: bool = False) -> TranslateResult:
-    """Translate each group's committed source offsets onto the target (see ``core/offset_translation``)
-    and, unless ``dry_run``, set them there once the group has no member on the target."""
-    if not groups:
-        raise BadInput("give at least one --group to translate")
-    if window < 1:
-        raise BadInput(f"--window {window}: give 1 or more records")
-    source, target, recorded, _ = resolve_sides(state_dir, source, target)
-    src = MirrorCluster(source.settings(), "source")
-    tgt = MirrorCluster(target.settings(), "target")
-    topics = set(recorded or {})
-    mirror_group = (MirrorMakerProcess(state_dir).read_state() or {}).get("group") or DEFAULT_GROUP
-    out: list[PartitionTranslation] = []
-    for group in groups:
-        committed = {tp: o for tp, o in src.committed_offsets(group, []).items() if not topics or tp[0] in topics}
-        if not committed:
-            raise BadInput(f"group {group} has no committed offset on the source for the mirrored topics: check --group")
-        if not dry_run:
-            state, members = tgt.group_members(group)
-            if members or state.upper() not in ("EMPTY", "DEAD", "UNKNOWN"):
-                raise BadInput(f"group {group} is active on the target ({state}): stop its consumers there first")
-        out += _translate_group(src, tgt, group, committed, window, mirror_group)
-    if not dry_run:
-        for group in groups:
-            reads.set_group_offsets(tgt, group, {(p.topic, p.partition): p.offset for p in out if p.group == group})
-    return TranslateResult(tuple(out), not dry_run, tuple(groups))
-
-
-def _translate_group(src: MirrorCluster, tgt: MirrorCluster, group: str, committed: dict[tuple[str, int], int],
-                     window: int, mirror_group: str) -> list[PartitionTranslation]:
-    tps = sorted(committed)
-    counts = src.topic_partitions()
-    src_ends = src.end_offsets({t: counts[t] for t, _ in tps if t in counts})
-    on_target = tgt.topic_partitions()
-    missing = sorted({t for t, _ in tps if t not in on_target})
-    if missing:
-        raise BadInput(f"group {group} reads {', '.join(missing)}, missing on the target: run kmigrate mirror create-topics")
-    tgt_ends = tgt.end_offsets({t: on_target[t] for t, _ in tps})
-    mirror_at = src.committed_offsets(mirror_group, tps)
-    scattered = partitions_not_kept({tp: (src_ends[tp][0], mirror_at[tp]) for tp in tps if tp in mirror_at}, tgt_ends)
-    if scattered:
-        raise BadInput(f"the target holds fewer records than MirrorMaker 1 copied in {', '.join(f'{t}[{p}]' for t, p in scattered)}: "
-                       "records are not in the same partitions on both sides (MirrorMaker 1 places unkeyed records "
-                       "anywhere), so offsets cannot be translated per partition; nothing set")
-    kept = {t: kind != "LogAppendTime" for t, kind in reads.timestamp_types(tgt, sorted({t for t, _ in tps})).items()}
-    out = []
-    for topic, partition in tps:
-        c = committed[(topic, partition)]
-        s_start, s_end = src_ends[(topic, partition)]
-        t_start, t_end = tgt_ends[(topic, partition)]
-        nxt = reads.read_records(src, topic, partition, max(c, s_start), s_end, 1)
-        nxt_rec = nxt[0] if nxt else None
-        keeps = kept.get(topic, True)
-        bound = None
-        if nxt_rec is not None and keeps:
-            bound = reads.offset_for_time(tgt, topic, partition, nxt_rec.timestamp)
-        start_at = bound if keeps else t_start
-        win = tuple(reads.read_records(tgt, topic, partition, start_at, t_end, window)) if (
-            nxt_rec is not None and start_at is not None) else ()
-        facts = PartitionFacts(c, s_end, nxt_rec, t_start, t_end, bound, win, keeps)
-        out.append(translate_partition(group, topic, partition, facts))
-    return out
-
-
-# ====================================================================== for mirror cutover
-
-
-def mirror_group(state_dir: Path) -> str:
-    return (MirrorMakerProcess(state_dir).read_state() or {}).get("group") or DEFAULT_GROUP
-
-
-def not_copied(src: MirrorCluster, state_dir: Path, topics: dict[str, int]) -> dict[tuple[str, int], int]:
-    """Cut-over gate b for MirrorMaker 1: (topic, partition) -> records its group has not copied yet
-    (its committed offset short of the source's end, unless only transaction markers are left)."""
-    ends = src.end_offsets(topics)
-    committed = src.committed_offsets(mirror_group(state_dir), sorted(ends))
-    lagging = {lag.topic_partition: lag.current_offset or lag.log_start for lag in group_lags(ends, committed) if lag.lag}
-    control = src.without_records(lagging, {tp: ends[tp][1] for tp in lagging})
-    return {tp: ends[tp][1] - o for tp, o in sorted(lagging.items()) if tp not in control}
-
-
-def cutover_translations(src: MirrorCluster, tgt: MirrorCluster, state_dir: Path, groups: tuple[str, ...],
-                         committed: dict[str, dict[tuple[str, int], int]], window: int = 10000) -> list:
-    """Cut-over gate d for MirrorMaker 1: kmigrate's own translation of each group's committed offsets,
-    as the cut-over's :class:`migrate.core.mirror.cutover.Translation` (duplicates counted by the cut-over)."""
-    from migrate.core.mirror.cutover import Translation
-
-    out = []
-    for group in groups:
-        for p in _translate_group(src, tgt, group, committed[group], window, mirror_group(state_dir)):
-            out.append(Translation(group, p.topic, p.partition, p.source_committed, p.offset,
-                                   "end" if p.how == "at the end" else f"kmigrate ({p.how})",
-                                   reason="" if p.confirmed else "not confirmed by content: an earlier safe offset"))
-    return out
+    def connect_configs(self, req: Request, tasks: int, out: Path | None):
+        raise BadInput("--connect-config prints MirrorMaker 2 connectors: leave --engine mirrormaker1 out")

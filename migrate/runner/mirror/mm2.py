@@ -1,5 +1,6 @@
-"""``kmigrate mirror``: read both clusters and plan, create the target's topics, start and stop a
-dedicated MirrorMaker 2, and read its progress.
+"""The MirrorMaker 2 engine of ``kmigrate mirror`` (the default): a dedicated MirrorMaker 2 started,
+stopped and watched, and what the cut-over reads of it (its stored positions, checkpoints and
+offset-syncs on the target).
 
 Killing any of these at any line is safe: the plan only reads; topic creation leaves existing topics
 as they are (a rerun creates what is missing); ``start`` writes the properties, then the process,
@@ -8,155 +9,32 @@ then its pid (a MirrorMaker whose pid file was never written is found by its com
 
 from __future__ import annotations
 
+import re
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
 from migrate.adapters.kafka.mirror import MirrorCluster
-from migrate.adapters.mirrormaker.mm2 import MirrorMakerProcess, default_state_dir, free_port  # noqa: F401 (default_state_dir: for commands)
+from migrate.adapters.mirrormaker.mm2 import MirrorMakerProcess, StopResult, free_port
 from migrate.core.clientconfig import ClientSettings
-from migrate.core.mirror.plan import (CHECKPOINTS_TOPIC, HEARTBEATS_TOPIC, INTERNAL_TOPICS, STARTED_MARKER, WORKER_GROUP,
-                                 authorization_refusals, refusal_message, CONNECT_OFFSETS_TOPIC, CONNECT_STATUS_TOPIC, GroupOffset,
-                                 MirrorPlan, MirrorStatus, TopicReading, compile_filter, config_differences,
-                                 heartbeat_timestamp, is_internal_topic, latest_checkpoints,
-                                 mirrored_positions, mm2_properties, partition_lags, plan_mirror, render_properties,
-                                 same_configuration, task_states)
-from migrate.core.ledger import MIRROR_TOPIC, make_record, mirror_plan_id
-from migrate.core.permissions import Need, mirror_needs, principal_of
+from migrate.core.mirror.cutover import Translation, choose_offset, mirror_history, offset_syncs
+from migrate.core.mirror.plan import (CHECKPOINTS_TOPIC, CONNECT_OFFSETS_TOPIC, CONNECT_STATUS_TOPIC, HEARTBEATS_TOPIC,
+                                      INTERNAL_TOPICS, OFFSET_SYNCS_TOPIC, STARTED_MARKER, WORKER_GROUP, MirrorPlan,
+                                      TopicReading, authorization_refusals, compile_filter, config_differences,
+                                      heartbeat_timestamp, is_internal_topic, latest_checkpoints, mirrored_positions,
+                                      mm2_properties, render_properties, same_configuration, task_states)
+from migrate.core.mirror.rights import Needs, mm2_needs, refusal_message
+from migrate.core.mirror.status import ConnectState, GroupOffset, MirrorStatus, PartitionLag, partition_lags
+from migrate.core.permissions import principal_of
 from migrate.errors import BadInput, KmigrateError, StepFailed
-from migrate.files import client_settings, load_command_config
-from migrate.runner.permissions import require, require_after_create
-from migrate.waiting import poll
+from migrate.runner.mirror.clusters import Clusters, Request, Started, read_plan
+from migrate.runner.mirror.connect import ConnectConfigs, connect_configs
+from migrate.runner.mirror.engine import TP, Engine, Say
+from migrate.runner.mirror.topics import CreateResult, create_topics
+from migrate.waiting import Clock, poll
 
-
-@dataclass(frozen=True)
-class Side:
-    """One cluster as the operator named it: bootstrap and ``--*-command-config`` file."""
-
-    bootstrap: str
-    command_config: str | None = None
-    role: str = "source"  # names the flags in messages: --source-command-config, --target-command-config
-
-    def settings(self) -> ClientSettings:
-        try:
-            return client_settings(self.bootstrap, self.command_config)
-        except BadInput as exc:
-            raise BadInput(self._named(exc.message)) from None
-
-    def java_properties(self) -> dict[str, str]:
-        try:
-            return load_command_config(self.command_config)
-        except BadInput as exc:
-            raise BadInput(self._named(exc.message)) from None
-
-    def _named(self, message: str) -> str:
-        return (message.replace("--command-config", f"--{self.role}-command-config")
-                .replace("--bootstrap-server", f"--{self.role}-bootstrap")
-                .replace(" (or a playbook with kafka.bootstrap_servers)", ""))
-
-
-@dataclass(frozen=True)
-class Request:
-    source: Side
-    target: Side
-    topics: str | None = None
-    groups: str | None = None
-
-
-def read_plan(req: Request) -> MirrorPlan:
-    """Read both clusters and plan (refusals are :class:`BadInput`; nothing is changed)."""
-    wanted = compile_filter(req.topics, "--topics").fullmatch
-    compile_filter(req.groups, "--groups")
-    src_settings, tgt_settings = req.source.settings(), req.target.settings()
-    source = MirrorCluster(src_settings, "source").read(configs_of=wanted)
-    target = MirrorCluster(tgt_settings, "target").read(with_groups=False, with_acls=False, configs_of=wanted)
-    return plan_mirror(source, target, req.topics, req.groups)
-
-
-@dataclass
-class CreateResult:
-    created: list[str] = field(default_factory=list)
-    would_create: list[str] = field(default_factory=list)
-    existing: list[str] = field(default_factory=list)
-    differences: dict[str, dict[str, tuple[str | None, str | None]]] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return {"created": self.created, "would_create": self.would_create, "existing": self.existing,
-                "config_differences": {t: {k: {"source": s, "target": v} for k, (s, v) in d.items()}
-                                       for t, d in self.differences.items()},
-                "warnings": self.warnings}
-
-
-def create_topics(req: Request, plan: MirrorPlan, dry_run: bool = False, engine: str | None = None,
-                  consumer_group: str | None = None) -> CreateResult:
-    """Create the plan's missing topics on the target (same partitions, capped replication factor, the
-    source's effective non-default configs); report config differences of topics that exist.
-
-    First, every right this needs on both clusters, and with ``engine`` the rights of the MirrorMaker
-    about to start with the same settings (BadInput naming the first missing one: nothing created,
-    nothing started; a dry run lists them as warnings). Rights on topics not created yet that the
-    brokers could not answer for are asked again right after they are created."""
-    result = CreateResult(warnings=plan.warnings)
-    for t in plan.topics:
-        if t.to_create:
-            (result.would_create if dry_run else result.created).append(t.name)
-        else:
-            result.existing.append(t.name)
-            if t.config_differences:
-                result.differences[t.name] = t.config_differences
-    source = MirrorCluster(req.source.settings(), "source")
-    target = MirrorCluster(req.target.settings(), "target")
-    book = MirrorBook(target, plan.source.cluster_id, plan.target.cluster_id)
-    on_target = _check_rights(source, target, plan, book.exists(), engine, consumer_group,
-                              warn=result.warnings.append if dry_run else None)
-    if dry_run or not result.created:
-        return result
-    specs = [(t.name, t.source.partitions, t.create_replication_factor, t.create_configs) for t in plan.to_create()]
-    target.create_topics(specs)
-    require_after_create(target.admin, target.settings, [n for n in on_target if n.resource.name in result.created])
-    book.append("mirror-step", "topics-created", step="topics-created",
-                topics={name: {"partitions": n, "replication_factor": rf, "configs": c} for name, n, rf, c in specs})
-    return result
-
-
-def _check_rights(source: MirrorCluster, target: MirrorCluster, plan: MirrorPlan, book_exists: bool,
-                  engine: str | None, consumer_group: str | None, warn=None) -> list[Need]:
-    """What :func:`create_topics` and the MirrorMaker after it need (see :func:`mirror_needs`); the target's needs."""
-    on_source, on_target = mirror_needs(
-        [t.name for t in plan.topics], [t.name for t in plan.to_create()], plan.groups, engine,
-        {name: name in plan.target.topics for name in INTERNAL_TOPICS}, MIRROR_TOPIC, book_exists,
-        consumer_group or (WORKER_GROUP if engine == "mirrormaker2" else None))
-    require(source.admin, source.settings, on_source, warn=warn)
-    require(target.admin, target.settings, on_target, warn=warn)
-    return on_target
-
-
-class MirrorBook:
-    """The bookkeeping of one mirror (source cluster -> target cluster) in :data:`MIRROR_TOPIC` on the
-    target: what ``kmigrate mirror`` did, read back by ``status`` and by a re-run of ``cutover``."""
-
-    def __init__(self, target: MirrorCluster, source_id: str, target_id: str | None = None):
-        self.target = target
-        self.topic = BookkeepingTopic(target.settings, MIRROR_TOPIC)
-        self.plan_id = mirror_plan_id(source_id, target_id or target.cluster_id())
-
-    def exists(self) -> bool:
-        return self.topic.exists(self.target.admin)
-
-    def values(self) -> list[dict]:
-        """Every record value of this mirror, in order (``[]`` before the first)."""
-        return [dict(r.value) for r in self.topic.read().records if r.value.get("plan_id") == self.plan_id]
-
-    def append(self, kind: str, subject: str, **fields) -> dict:
-        """Write one record (``acks=all``, waited for); the topic is created on first use."""
-        if not self.exists():
-            self.topic.ensure(self.target.admin, self.target.broker_ids())
-        rec = make_record(self.plan_id, kind, subject, time.time(), **fields)
-        self.topic.append([rec])
-        return dict(rec.value)
+HEADER = "Written by kmigrate mirror start: regenerated at every start, do not edit."
 
 
 @dataclass(frozen=True)
@@ -171,37 +49,141 @@ class StartResult:
         return {"pid": self.pid, "already_running": self.already_running, "properties": str(self.properties),
                 "log": str(self.log), "topics": None if self.topics is None else self.topics.to_dict()}
 
+    def lines(self) -> list[str]:
+        if self.already_running:
+            return [f"MirrorMaker 2 is already running (pid {self.pid}) with this configuration: nothing started"]
+        return [f"MirrorMaker 2 started (pid {self.pid}); configuration {self.properties}, log {self.log}"]
 
-def start(req: Request, state_dir: Path, heap_mb: int = 1024, tasks: int = 2) -> StartResult:
-    """Plan, create the target's topics, write ``mm2.properties`` and start MirrorMaker 2 (once)."""
-    mm = MirrorMakerProcess(state_dir)
-    running = mm.pid()
-    plan = read_plan(req)
-    props = mm2_properties(plan, req.source.java_properties(), req.target.java_properties(),
-                           rest_port=free_port(), tasks=tasks)
-    text = render_properties(props, "Written by kmigrate mirror start: regenerated at every start, do not edit.")
-    if running is not None:
-        old = mm.read_properties() or ""
-        if not same_configuration(old, text):
-            raise BadInput(f"MirrorMaker 2 is already running (pid {running}) from {state_dir} with another "
-                           "configuration: run kmigrate mirror stop first, then start again")
-        return StartResult(running, True, mm.properties_path, mm.log_path, None)
-    topics = create_topics(req, plan, engine="mirrormaker2")
-    mm.write_properties(text)
-    mm.write_state({"source_bootstrap": req.source.bootstrap, "target_bootstrap": req.target.bootstrap,
-                    "source_command_config": req.source.command_config,
-                    "target_command_config": req.target.command_config,
-                    "topics": {t.name: t.source.partitions for t in plan.topics}, "groups": plan.groups_filter})
-    log_from = mm.log_size()
-    pid = mm.start(heap_mb)
-    if not mm.alive_after(pid, 5.0):
-        tail = " | ".join(mm.log_tail(3)) or "no output"
-        raise StepFailed(f"MirrorMaker 2 exited at start (see {mm.log_path}): {tail}")
-    _refuse_if_refused(mm, req.target.settings(), log_from)
-    MirrorBook(MirrorCluster(req.target.settings(), "target"), plan.source.cluster_id, plan.target.cluster_id).append(
-        "mirror-step", "mirrormaker-started", step="mirrormaker-started", pid=pid, host=socket.gethostname(),
-        state_dir=str(state_dir), topics=sorted(t.name for t in plan.topics))
-    return StartResult(pid, False, mm.properties_path, mm.log_path, topics)
+
+@dataclass(frozen=True)
+class StopReport:
+    result: StopResult
+
+    def to_dict(self) -> dict:
+        r = self.result
+        return {"pid": r.pid, "how": r.how, "waited_s": round(r.waited_s, 1)}
+
+    def lines(self) -> list[str]:
+        r = self.result
+        if r.pid is None:
+            return ["MirrorMaker 2 is not running: nothing to stop"]
+        if r.how == "SIGTERM":
+            return [f"MirrorMaker 2 (pid {r.pid}) stopped cleanly after SIGTERM in {r.waited_s:.1f} s"]
+        return [f"MirrorMaker 2 (pid {r.pid}) did not stop after SIGTERM: killed (SIGKILL) after {r.waited_s:.1f} s"]
+
+
+class MirrorMaker2(Engine):
+    """A dedicated MirrorMaker 2 (``--clusters target``) with kmigrate's ``mm2.properties``."""
+
+    name = "mirrormaker2"
+    label = "MirrorMaker 2"
+    cutover_reads = (CONNECT_OFFSETS_TOPIC, CHECKPOINTS_TOPIC, OFFSET_SYNCS_TOPIC)
+
+    def needs(self, plan: MirrorPlan, group: str | None = None) -> Needs:
+        return mm2_needs([t.name for t in plan.topics], [t.name for t in plan.to_create()], plan.groups,
+                         {name: name in plan.target.topics for name in INTERNAL_TOPICS}, group or WORKER_GROUP)
+
+    def refuse_if_running(self, state_dir: Path) -> None:
+        if MirrorMakerProcess(state_dir).pid() is not None:
+            raise BadInput(f"a MirrorMaker 2 runs from {state_dir}: run kmigrate mirror stop first, or give another --state-dir")
+
+    def start(self, req: Request, state_dir: Path, *, heap_mb: int, tasks: int = 2, instances: int = 1) -> StartResult:
+        """Plan, create the target's topics, write ``mm2.properties`` and start MirrorMaker 2 (once)."""
+        mm = MirrorMakerProcess(state_dir)
+        running = mm.pid()
+        clusters = Clusters(req.source, req.target)
+        plan = read_plan(req, clusters)
+        props = mm2_properties(plan, clusters.java_properties("source"), clusters.java_properties("target"),
+                               rest_port=free_port(), tasks=tasks)
+        text = render_properties(props, HEADER)
+        if running is not None:
+            old = mm.read_properties() or ""
+            if not same_configuration(old, text):
+                raise BadInput(f"MirrorMaker 2 is already running (pid {running}) from {state_dir} with another "
+                               "configuration: run kmigrate mirror stop first, then start again")
+            return StartResult(running, True, mm.properties_path, mm.log_path, None)
+        topics = create_topics(clusters, plan, engine_needs=self.needs(plan))
+        mm.write_properties(text)
+        mm.write_state({"source_bootstrap": req.source.bootstrap, "target_bootstrap": req.target.bootstrap,
+                        "source_command_config": req.source.command_config,
+                        "target_command_config": req.target.command_config,
+                        "topics": {t.name: t.source.partitions for t in plan.topics}, "groups": plan.groups_filter})
+        log_from = mm.log_size()
+        pid = mm.start(heap_mb)
+        if not mm.alive_after(pid, 5.0):
+            tail = " | ".join(mm.log_tail(3)) or "no output"
+            raise StepFailed(f"MirrorMaker 2 exited at start (see {mm.log_path}): {tail}")
+        _refuse_if_refused(mm, clusters.settings("target"), log_from)
+        clusters.book(plan.source.cluster_id, plan.target.cluster_id).append(
+            "mirror-step", "mirrormaker-started", step="mirrormaker-started", pid=pid, host=socket.gethostname(),
+            state_dir=str(state_dir), topics=sorted(t.name for t in plan.topics))
+        return StartResult(pid, False, mm.properties_path, mm.log_path, topics)
+
+    def stop(self, state_dir: Path, timeout_s: float = 30.0) -> StopReport:
+        """Stop the MirrorMaker of ``state_dir`` (SIGTERM, wait, SIGKILL). The stop is recorded in the
+        bookkeeping when both clusters answer (a stop never fails for want of them)."""
+        result = MirrorMakerProcess(state_dir).stop(timeout_s)
+        if result.pid is not None:
+            try:
+                Started.open(state_dir, timeout_s=5.0).clusters.book().append(
+                    "mirror-step", "mirrormaker-stopped", step="mirrormaker-stopped", pid=result.pid, how=result.how,
+                    host=socket.gethostname())
+            except KmigrateError:
+                pass
+        return StopReport(result)
+
+    def read_status(self, mirror: Started, topic_re: re.Pattern[str], quick: bool = False) -> MirrorStatus:
+        """Per source partition the lag in records (source end vs MirrorMaker's stored position in its
+        Connect offsets topic on the target), the tasks' states, the process; per consumer group its
+        committed offset on the source and the translated ones (checkpoints, and committed on the target)."""
+        src, tgt = mirror.clusters.source, mirror.clusters.target
+        recorded = mirror.topics
+        if recorded is None:
+            recorded = {n: c for n, c in src.topic_partitions().items() if not is_internal_topic(n)}
+        recorded = {n: c for n, c in recorded.items() if topic_re.fullmatch(n)}
+        ends = src.end_offsets(recorded)
+        positions = mirrored_positions(tgt.read_topic(CONNECT_OFFSETS_TOPIC))
+        lagging = {lag.key: lag.next_offset for lag in partition_lags(ends, positions) if lag.lag > 0}
+        next_times = src.next_record_times(lagging, {tp: ends[tp][1] for tp in lagging})
+        now_ms = int(time.time() * 1000)
+        tasks = task_states(tgt.read_topic(CONNECT_STATUS_TOPIC))
+        mm = MirrorMakerProcess(mirror.state_dir)
+        pid = mm.pid()
+        process = {"running": pid is not None, "pid": pid, "state_dir": str(mirror.state_dir), "log": str(mm.log_path)}
+        lags = partition_lags(ends, positions, next_times, now_ms)
+        if quick:  # the quick look of a wait
+            return MirrorStatus(self.label, (process,), lags, PartitionLag.COLUMNS, complete=False,
+                                connect=ConnectState(tasks))
+        groups = _group_offsets(src, tgt, mirror.groups_filter, set(recorded),
+                                {p.key: p.source_end for p in lags if p.lag == 0})
+        book = mirror.clusters.book()
+        history = mirror_history(book.values()) if book.exists() else mirror_history([])
+        return MirrorStatus(self.label, (process,), lags, PartitionLag.COLUMNS, connect=ConnectState(
+            tasks, groups, _config_differences(src, tgt, sorted(recorded)), _heartbeat_age(tgt), history))
+
+    def next_to_copy(self, mirror: Started, ends: dict[TP, tuple[int, int]]) -> dict[TP, int]:
+        """MirrorMaker's stored positions (its Connect offsets on the target)."""
+        positions = mirrored_positions(mirror.clusters.target.read_topic(CONNECT_OFFSETS_TOPIC))
+        return {lag.key: lag.next_offset for lag in partition_lags(ends, positions) if lag.lag > 0}
+
+    def translate_offsets(self, mirror: Started, topics: dict[str, int], groups: tuple[str, ...],
+                          committed: dict[str, dict[TP, int]], timeout_s: float, say: Say,
+                          clock: Clock) -> list[Translation]:
+        """MirrorMaker's checkpoints and offset-syncs (:func:`migrate.core.mirror.cutover.choose_offset`),
+        after waiting (up to 3 checkpoint intervals) for its checkpoints of the groups' last commits."""
+        latest: list[list[Translation]] = [[]]
+
+        def exact() -> bool:
+            latest[0] = _translate_once(mirror.clusters, topics, groups, committed)
+            return all(t.how in ("end", "log-start") or (t.checkpoint is not None and t.checkpoint[0] == t.source_committed)
+                       for t in latest[0])
+
+        if not poll(exact, timeout_s=min(16.0, timeout_s), interval_s=2.0, clock=clock):
+            say("MirrorMaker has no checkpoint yet of some groups' last commit: translating from its offset-syncs")
+        return latest[0]
+
+    def connect_configs(self, req: Request, tasks: int, out: Path | None) -> ConnectConfigs:
+        return connect_configs(req, tasks, out)
 
 
 def _refuse_if_refused(mm: MirrorMakerProcess, target: ClientSettings, log_from: int, timeout_s: float = 30.0) -> None:
@@ -218,68 +200,6 @@ def _refuse_if_refused(mm: MirrorMakerProcess, target: ClientSettings, log_from:
                                          target.bootstrap_servers))
 
 
-def stop(state_dir: Path, timeout_s: float = 30.0):
-    """Stop the MirrorMaker of ``state_dir`` (SIGTERM, wait, SIGKILL); a :class:`StopResult`. The stop
-    is recorded in the bookkeeping when both clusters answer (a stop never fails for want of them)."""
-    result = MirrorMakerProcess(state_dir).stop(timeout_s)
-    if result.pid is not None:
-        try:
-            source, target, _, _ = resolve_sides(state_dir, None, None)
-            src = MirrorCluster(source.settings(), "source", timeout_s=5.0)
-            MirrorBook(MirrorCluster(target.settings(), "target", timeout_s=5.0), src.cluster_id()).append(
-                "mirror-step", "mirrormaker-stopped", step="mirrormaker-stopped", pid=result.pid, how=result.how,
-                host=socket.gethostname())
-        except KmigrateError:
-            pass
-    return result
-
-
-def resolve_sides(state_dir: Path, source: Side | None, target: Side | None) -> tuple[Side, Side, dict[str, int] | None, str]:
-    """Both sides for ``status``: the flags given, else what ``start`` recorded in ``state_dir``."""
-    state = MirrorMakerProcess(state_dir).read_state() or {}
-    if source is None and state.get("source_bootstrap"):
-        source = Side(state["source_bootstrap"], state.get("source_command_config"), "source")
-    if target is None and state.get("target_bootstrap"):
-        target = Side(state["target_bootstrap"], state.get("target_command_config"), "target")
-    if source is None or target is None:
-        raise BadInput(f"no mirror was started from {state_dir}: give --source-bootstrap and --target-bootstrap "
-                       "(or the --state-dir of kmigrate mirror start)")
-    return source, target, state.get("topics"), state.get("groups") or ".*"
-
-
-def status(state_dir: Path, source: Side | None = None, target: Side | None = None,
-           topics_filter: str | None = None, with_groups: bool = True) -> MirrorStatus:
-    """Per source partition the lag in records (source end vs MirrorMaker's stored position in its
-    Connect offsets topic on the target), the tasks' states, the process; per consumer group its
-    committed offset on the source and the translated ones (checkpoints, and committed on the target)."""
-    topic_re = compile_filter(topics_filter, "--topics")
-    source, target, recorded, groups_filter = resolve_sides(state_dir, source, target)
-    src = MirrorCluster(source.settings(), "source")
-    tgt = MirrorCluster(target.settings(), "target")
-    if recorded is None:
-        recorded = {n: c for n, c in src.topic_partitions().items() if not is_internal_topic(n)}
-    recorded = {n: c for n, c in recorded.items() if topic_re.fullmatch(n)}
-    ends = src.end_offsets(recorded)
-    positions = mirrored_positions(tgt.read_topic(CONNECT_OFFSETS_TOPIC))
-    lagging = {lag.key: lag.next_offset for lag in partition_lags(ends, positions) if lag.lag > 0}
-    next_times = src.next_record_times(lagging, {tp: ends[tp][1] for tp in lagging})
-    now_ms = int(time.time() * 1000)
-    tasks = task_states(tgt.read_topic(CONNECT_STATUS_TOPIC))
-    mm = MirrorMakerProcess(state_dir)
-    pid = mm.pid()
-    process = {"running": pid is not None, "pid": pid, "state_dir": str(state_dir), "log": str(mm.log_path)}
-    if not with_groups:  # the quick look of a wait
-        return MirrorStatus(process, partition_lags(ends, positions, next_times, now_ms), tasks)
-    lags = partition_lags(ends, positions, next_times, now_ms)
-    groups = _group_offsets(src, tgt, groups_filter, set(recorded), {p.key: p.source_end for p in lags if p.lag == 0})
-    from migrate.core.mirror.cutover import mirror_history
-
-    book = MirrorBook(tgt, src.cluster_id())
-    history = mirror_history(book.values()) if book.exists() else mirror_history([])
-    return MirrorStatus(process, lags, tasks, groups, _config_differences(src, tgt, sorted(recorded)),
-                        _heartbeat_age(tgt), history)
-
-
 def _config_differences(src: MirrorCluster, tgt: MirrorCluster, topics: list[str]) -> dict:
     """topic -> its config differences (kmigrate owns configs: MirrorMaker's config sync is off)."""
     sources, targets = src.topic_configs(topics), tgt.topic_configs([t for t in topics if t in tgt.topic_partitions()])
@@ -293,8 +213,6 @@ def _config_differences(src: MirrorCluster, tgt: MirrorCluster, topics: list[str
 
 
 def _heartbeat_age(tgt: MirrorCluster) -> float | None:
-    import time
-
     stamps = [heartbeat_timestamp(v) for _, v in tgt.read_topic(HEARTBEATS_TOPIC, last=20)]
     newest = max((s for s in stamps if s is not None), default=None)
     return None if newest is None else max(0.0, time.time() - newest / 1000)
@@ -327,16 +245,16 @@ def _group_offsets(src: MirrorCluster, tgt: MirrorCluster, groups_filter: str, t
     return tuple(out)
 
 
-def wait_caught_up(state_dir: Path, source: Side | None, target: Side | None, topics_filter: str | None,
-                   timeout_s: float, interval_s: float = 2.0, on_status=lambda s: None) -> tuple[bool, MirrorStatus]:
-    """Read :func:`status` every ``interval_s`` until every partition's lag is 0 or ``timeout_s``
-    passes: ``(caught up, the last status)`` (the last one with the consumer groups)."""
-    from migrate.waiting import poll
-
-    def check() -> MirrorStatus | None:
-        current = status(state_dir, source, target, topics_filter, with_groups=False)
-        on_status(current)
-        return current if current.caught_up else None
-
-    done = poll(check, timeout_s=timeout_s, interval_s=interval_s)
-    return done is not None, status(state_dir, source, target, topics_filter)
+def _translate_once(clusters: Clusters, topics: dict[str, int], groups: tuple[str, ...],
+                    committed: dict[str, dict[TP, int]]) -> list[Translation]:
+    src, tgt = clusters.source, clusters.target
+    checkpoints = latest_checkpoints(tgt.read_topic(CHECKPOINTS_TOPIC))
+    syncs = offset_syncs(tgt.read_topic(OFFSET_SYNCS_TOPIC))
+    ends = {tp: end for tp, (_start, end) in src.end_offsets(topics).items()}
+    target = tgt.end_offsets(topics)
+    out = []
+    for group in groups:
+        for tp, offset in sorted(committed[group].items()):
+            out.append(choose_offset(group, tp, offset, checkpoints.get((group, *tp)), syncs.get(tp, []),
+                                     ends[tp], True, target[tp][1], target[tp][0]))
+    return out

@@ -7,8 +7,8 @@ import pytest
 
 from migrate.core.permissions import (
     Acl, Need, Resource, acl_decision, acls_explain, allowed, bookkeeping_needs, canary_needs, cancel_needs,
-    cancel_read_needs, create_topic_needs, mirror_needs,
-    grant_command, missing, missing_line, partitions_needs, principal_of, readme_section, refusal_line, verify_needs,
+    cancel_read_needs, create_topic_needs,
+    grant_command, missing, missing_line, partitions_needs, principal_of, refusal_line, verify_needs,
 )
 
 C = Resource.cluster()
@@ -49,38 +49,6 @@ def test_other_commands():
     assert "CREATE" in {n.operation for n in canary_needs("c", topic_exists=False)}
     assert _ops(verify_needs(["a", "a"]), Resource.topic("a")) == {"DESCRIBE", "READ", "DESCRIBE_CONFIGS"}
     assert len(verify_needs(["a", "a"])) == 3, "a topic named twice is checked once"
-
-
-def _mirror(engine, internal=None, worker=None):
-    return mirror_needs(["orders", "refunds"], ["refunds"], ["billing"], engine, internal or {}, "bk", False, worker)
-
-
-def test_mirror_create_topics_needs_to_read_the_source_and_create_on_the_target():
-    src, tgt = _mirror(None)
-    assert _ops(src, Resource.topic("orders")) == {"DESCRIBE", "DESCRIBE_CONFIGS"}
-    assert [(n.operation, n.exists) for n in tgt if n.resource == Resource.topic("refunds")] == [
-        ("CREATE", False), ("DESCRIBE", False)]
-    assert _ops(tgt, Resource.topic("orders")) == {"DESCRIBE_CONFIGS"}  # exists: its configs are compared
-    assert _ops(tgt, Resource.topic("bk")) == {"CREATE", "DESCRIBE", "READ", "WRITE"}
-    assert not any(n.resource.kind == "group" for n in src + tgt), "no MirrorMaker: no group is touched"
-
-
-def test_mirror_start_adds_what_mirrormaker_2_does_with_the_same_settings():
-    src, tgt = _mirror("mirrormaker2", {"mm2-offsets.source.internal": True, "heartbeats": False}, "source-mm2")
-    assert _ops(src, Resource.topic("refunds")) == {"DESCRIBE", "DESCRIBE_CONFIGS", "READ"}
-    assert _ops(src, Resource.group("billing")) == {"DESCRIBE"}
-    assert [(n.operation, n.exists) for n in tgt if n.resource == Resource.topic("refunds") and n.operation == "WRITE"] == [
-        ("WRITE", False)], "WRITE on a topic created by the same run is asked of the ACLs or after the create"
-    assert _ops(tgt, Resource.topic("mm2-offsets.source.internal")) == {"READ", "WRITE"}  # exists: no CREATE
-    assert _ops(tgt, Resource.topic("heartbeats")) == {"CREATE", "READ", "WRITE"}
-    assert _ops(tgt, Resource.group("billing")) == {"READ"} and _ops(tgt, Resource.group("source-mm2")) == {"READ"}
-
-
-def test_mirror_start_with_mirrormaker_1_consumes_in_its_group_on_the_source():
-    src, tgt = _mirror("mirrormaker1", {"heartbeats": False}, "kmigrate-mirrormaker1")
-    assert _ops(src, Resource.group("kmigrate-mirrormaker1")) == {"READ"}
-    assert not _ops(src, Resource.group("billing")) and not _ops(tgt, Resource.topic("heartbeats"))
-    assert _ops(tgt, Resource.topic("orders")) == {"DESCRIBE_CONFIGS", "WRITE"}
 
 
 @pytest.mark.parametrize("op, granted, expected", [
@@ -144,16 +112,6 @@ def test_acls_are_trusted_only_when_they_explain_the_cluster_answer():
     assert not acls_explain(acls, "User:k", C, {"DESCRIBE", "ALTER", "ALTER_CONFIGS", "CREATE"})
     assert not acls_explain([], "User:k", C, {"DESCRIBE"}), "no ACL names the cluster: nothing to trust"
     assert not acls_explain(acls, "User:k", C, None)
-
-
-def test_readme_section_lists_each_command():
-    text = readme_section()
-    assert text.startswith("## ACLs each command needs")
-    for command in ("kmigrate partitions", "kmigrate topics create", "kmigrate canary", "kmigrate verify",
-                    "kmigrate mirror create-topics (target)", "kmigrate mirror start (source)",
-                    "kmigrate mirror cutover (target)"):
-        assert f"| {command}" in text
-    assert "| kmigrate partitions | ALTER | cluster |" in text
 
 
 def test_a_refusal_met_while_running_is_one_line():

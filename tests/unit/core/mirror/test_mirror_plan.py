@@ -1,4 +1,4 @@
-"""core/mirror: planning a MirrorMaker 2 migration, its refusals, mm2.properties, and MirrorMaker's records."""
+"""core/mirror/plan.py: planning a MirrorMaker 2 migration, its refusals, mm2.properties, and MirrorMaker's records."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import struct
 import javaproperties
 import pytest
 
-from migrate.core.mirror.plan import (AclReading, ClusterReading, PartitionLag, TopicReading, config_differences,
+from migrate.core.mirror.plan import (AclReading, ClusterReading, TopicReading, config_differences,
                                  heartbeat_timestamp, latest_checkpoints,
                                  mirrored_positions, mm2_properties, parse_checkpoint, parse_connect_offset,
-                                 partition_lags, plan_mirror, render_properties, same_configuration, task_states)
+                                 plan_mirror, render_properties, same_configuration, task_states)
 from migrate.errors import BadInput
 
 DEFAULTS = {"cleanup.policy": "delete", "min.insync.replicas": "1", "retention.ms": "604800000",
@@ -159,20 +159,6 @@ def test_connect_offsets_records_give_the_last_copied_offset_per_partition():
     assert mirrored_positions(records) == {("orders", 0): 99, ("orders", 1): 5}
 
 
-def test_lag_is_the_source_end_minus_the_next_offset_to_copy():
-    lags = partition_lags({("t", 0): (0, 100), ("t", 1): (40, 50), ("t", 2): (0, 0), ("t", 3): (30, 60)},
-                          {("t", 0): 99, ("t", 1): 20, ("t", 3): 44})
-    assert [p.lag for p in lags] == [0, 10, 0, 15]
-    assert PartitionLag("t", 0, 0, 100, 89).lag == 10
-    assert PartitionLag("t", 0, 0, 100, None).lag == 100
-    # only transaction markers or aborted records after MirrorMaker's position: nothing left to copy
-    settled = partition_lags({("t", 0): (0, 52), ("t", 1): (0, 52)}, {("t", 0): 49, ("t", 1): 49},
-                             {("t", 0): 7_000, ("t", 1): None}, 10_000)
-    assert [(p.lag, p.to_dict()["only_control_records_left"]) for p in settled] == [(2, False), (0, True)]
-    # in time: now minus the timestamp of the next record to copy; 0 when caught up
-    assert [p.to_dict()["time_lag_s"] for p in settled] == [3.0, 0.0]
-
-
 def _s(text: str) -> bytes:
     raw = text.encode()
     return struct.pack(">h", len(raw)) + raw
@@ -207,19 +193,3 @@ def test_config_differences_cover_non_default_values_on_either_side_but_not_thro
 def test_heartbeat_records_give_their_timestamp():
     assert heartbeat_timestamp(struct.pack(">hq", 0, 1_700_000_000_123)) == 1_700_000_000_123
     assert heartbeat_timestamp(None) is None and heartbeat_timestamp(b"\x00") is None
-
-
-def test_refusals_in_mirrormakers_log_become_one_line_with_the_grant():
-    from migrate.core.mirror.plan import authorization_refusals, refusal_message
-
-    log = ("[t] ERROR Unable to claim write privileges for config topic\n"
-           "Caused by: org.apache.kafka.common.errors.TransactionalIdAuthorizationException: Transactional Id ...\n"
-           "Caused by: org.apache.kafka.common.errors.TransactionalIdAuthorizationException: again\n"
-           "Caused by: org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized\n")
-    assert authorization_refusals(log) == ["TransactionalIdAuthorizationException", "TopicAuthorizationException"]
-    assert authorization_refusals("[t] INFO Finished starting connectors and tasks\n") == []
-    line = refusal_message(authorization_refusals(log), "/s/mm2.log", "User:k", "b:9092")
-    assert "\n" not in line and "User:k" in line and "--transactional-id source-mm2 --resource-pattern-type prefixed" in line
-    assert "--transactional-id connect-cluster-source-mm2" in line and line.endswith("kmigrate mirror start again")
-    other = refusal_message(["TopicAuthorizationException"], "/s/mm2.log", None, "b:9092")
-    assert "/s/mm2.log names the resource" in other and "transactional" not in other

@@ -1,4 +1,4 @@
-"""runner/mirror without clusters: status takes the sides from the flags, else from what start recorded."""
+"""runner/mirror/clusters.py without clusters: status takes the sides from the flags, else from what start recorded."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from migrate.adapters.mirrormaker.mm2 import MirrorMakerProcess
 from migrate.errors import BadInput
-from migrate.runner.mirror.mm2 import Side, resolve_sides
+from migrate.runner.mirror.clusters import Side, resolve_sides
 
 
 def test_status_without_a_start_or_flags_says_what_to_give(tmp_path):
