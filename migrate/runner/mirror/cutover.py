@@ -312,7 +312,8 @@ def _verified(run: _Run, say: Say) -> Gate:
     cluster's ends moved since it passed: reading every record again would prove nothing new)."""
     from datetime import datetime, timezone
 
-    from migrate.runner.verify import Scope, kafka_side, spark_session, spark_settings, verify_clusters
+    from migrate.adapters.kafka.offsets import KafkaSide
+    from migrate.runner.verify import Scope, spark_session, spark_settings, verify_clusters
 
     ends = ends_key(_ends(run))
     target_ends = ends_key({tp: e for tp, (_s, e) in run.tgt.end_offsets(run.topics).items()})
@@ -323,9 +324,9 @@ def _verified(run: _Run, say: Say) -> Gate:
     if run.req.dry_run:
         return Gate("verified", "not run (--dry-run)", "skipped")
     settings = spark_settings(run.req.master, list(run.req.spark_conf), run.req.jars, "kmigrate-mirror-cutover")
-    cc = (lambda s: None if s.command_config is None else Path(s.command_config))
-    source = kafka_side(run.source.bootstrap, cc(run.source), int(run.src.timeout_s * 1000))
-    target = kafka_side(run.target.bootstrap, cc(run.target), int(run.tgt.timeout_s * 1000))
+    # the settings this command resolved (verify's reads open their own connection to each cluster)
+    source = KafkaSide(run.mirror.clusters.settings("source"), timeout_s=run.src.timeout_s)
+    target = KafkaSide(run.mirror.clusters.settings("target"), timeout_s=run.tgt.timeout_s)
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     with spark_session(settings, lambda m: say(f"verify: {m}")) as spark:
         report = verify_clusters(source, target, spark, Scope(topics=tuple(sorted(run.topics))), now,
