@@ -5,7 +5,7 @@ The procedure (``migrate.runner.mirror.cutover`` sequences it; each gate is re-c
 a. producers stopped: the source's end offsets of every mirrored partition unchanged for the quiet
    period (:func:`moving_partitions`);
 b. replicated to the last record: MirrorMaker's stored position (its Connect offsets) reaches the
-   source end, a trailing transaction marker not counted (:func:`migrate.core.mirror.plan.partition_lags`);
+   source end, a trailing transaction marker not counted (:func:`migrate.core.mirror.status.partition_lags`);
 c. each group stopped on the source (no members) and not active on the target (a refusal);
 d. offsets translated (:func:`choose_offset`) and set on the target (:func:`target_write`);
 e. the cross-cluster verify, records past the common prefix counted as differences;

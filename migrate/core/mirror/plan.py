@@ -3,8 +3,9 @@
 What is decided here, from readings of both clusters (no I/O): which topics and consumer groups move,
 what is created on the target (same partitions, replication factor capped by the target's brokers,
 the source's effective non-default configs), what MirrorMaker will not copy (configs, ACLs), the one
-``mm2.properties`` of a dedicated MirrorMaker 2, and the replication lag read from MirrorMaker's
-Connect offsets records. Facts about MirrorMaker 2 come from Kafka 3.9's source (see the notes the
+``mm2.properties`` of a dedicated MirrorMaker 2, and MirrorMaker's own records read back (its Connect
+offsets, status, checkpoints and heartbeats; the lag they give is in ``core/mirror/status.py``, the rights
+in ``core/mirror/rights.py``). Facts about MirrorMaker 2 come from Kafka 3.9's source (see the notes the
 mirror work was built from): its Connect offsets key is
 ``["MirrorSourceConnector",{"cluster":"source","topic":t,"partition":p}]`` with value ``{"offset":N}``,
 N being the last source offset copied.
@@ -286,7 +287,7 @@ def _topic_plan(src: TopicReading, tgt: TopicReading | None, target: ClusterRead
 class MirrorDefinition:
     """The one definition of kmigrate's MirrorMaker 2 flow from the source to the target, rendered as a
     dedicated MirrorMaker's ``mm2.properties`` (:func:`mm2_properties`) or as Kafka Connect connector
-    configs (``core/mirror_connect.py``), so the two cannot disagree."""
+    configs (``core/mirror/connect.py``), so the two cannot disagree."""
 
     source_bootstrap: str
     target_bootstrap: str

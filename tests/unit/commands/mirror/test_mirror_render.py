@@ -3,12 +3,10 @@ has (a Connect-based engine's tasks and groups, a consumer group's copy) show wh
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
 
-import migrate.commands.common as common
 from migrate.commands.common import OutputFormat
 from migrate.commands.mirror import render
 from migrate.core.mirror.mm1 import GroupLag
@@ -16,14 +14,12 @@ from migrate.core.mirror.status import ConnectState, GroupCopy, GroupOffset, Mir
 
 
 @pytest.fixture
-def shown(monkeypatch, capsys):
-    out, err = io.StringIO(), io.StringIO()
-    monkeypatch.setattr(common.console, "file", out)
-    monkeypatch.setattr(common.err_console, "file", err)
-
+def shown(capsys):
     def show(status, output=OutputFormat.text):
+        capsys.readouterr()
         render.status(status, output)
-        return out.getvalue(), err.getvalue(), capsys.readouterr().out
+        got = capsys.readouterr()
+        return got.out, got.err
 
     return show
 
@@ -39,14 +35,14 @@ MM1 = MirrorStatus("MirrorMaker 1", ({"index": 0, "running": True, "pid": 5, "lo
 
 
 def test_a_connect_based_engine_shows_its_process_tasks_differences_lag_and_groups(shown):
-    out, err, _ = shown(MM2)
+    out, err = shown(MM2)
     assert out.startswith("MirrorMaker 2: running (pid 7); log /s/mm2.log\ntasks: MirrorSourceConnector RUNNING\n")
     assert "config differs on the target for a: retention.ms=2 (source 1)" in out and "newest heartbeat" in out
     assert "lag 10 records" in out and "mirrored up to" in out and "consumer groups" in out and err == ""
 
 
 def test_a_consumer_group_copy_shows_its_instances_warnings_and_group(shown):
-    out, err, _ = shown(MM1)
+    out, err = shown(MM1)
     assert out.startswith("MirrorMaker 1 instance 0: running (pid 5); log /l0\nMirrorMaker 1 instance 1: not running; log /l1\n")
     assert "consumer group grp on the source: lag 5 records" in out and "1.5 s" in out and "cl1" in out
     assert "tasks:" not in out and "consumer groups" not in out
@@ -54,10 +50,10 @@ def test_a_consumer_group_copy_shows_its_instances_warnings_and_group(shown):
 
 
 def test_each_engine_keeps_its_json_document(shown):
-    _, _, mm2 = shown(MM2, OutputFormat.json)
+    mm2, _ = shown(MM2, OutputFormat.json)
     assert sorted(json.loads(mm2)) == ["bookkeeping", "caught_up", "config_differences", "groups", "heartbeat_age_s",
                                        "partitions", "process", "tasks", "total_lag", "total_source_records"]
-    _, _, mm1 = shown(MM1, OutputFormat.json)
+    mm1, _ = shown(MM1, OutputFormat.json)
     doc = json.loads(mm1)
     assert sorted(doc) == ["caught_up", "duplicates_possible", "engine", "group", "instances", "notes", "partitions",
                            "process", "total_lag", "unclean_stops"]

@@ -1,4 +1,4 @@
-"""core/mirror_connect: the connector JSONs and mm2.properties come from one definition: they agree key by
+"""core/mirror/connect.py: the connector JSONs and mm2.properties come from one definition: they agree key by
 key where a dedicated MirrorMaker would hand its connectors the same keys, both lint clean, no secret is printed."""
 
 from __future__ import annotations
