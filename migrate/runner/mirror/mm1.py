@@ -17,7 +17,8 @@ from pathlib import Path
 
 from migrate.adapters.kafka import translation as reads
 from migrate.adapters.mirrormaker.mm1 import PRODUCER_FILE, MirrorMaker1Process, instance_indexes, wait_alive
-from migrate.adapters.mirrormaker.mm2 import MirrorMakerProcess, StopResult
+from migrate.adapters.mirrormaker.mm2 import MirrorMakerProcess
+from migrate.adapters.processes import StopResult
 from migrate.core.mirror.cutover import Translation
 from migrate.core.mirror.mm1 import (DEFAULT_GROUP, DEPRECATION, ENGINE, PARTITIONING, GroupLag, arguments, check_instances,
                                      consumer_properties, duplicates_note, group_lags, producer_properties)

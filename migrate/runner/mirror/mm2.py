@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from migrate.adapters.kafka.mirror import MirrorCluster
-from migrate.adapters.mirrormaker.mm2 import MirrorMakerProcess, StopResult, free_port
+from migrate.adapters.mirrormaker.mm2 import MirrorMakerProcess, free_port
+from migrate.adapters.processes import StopResult
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.mirror.cutover import Translation, choose_offset, mirror_history, offset_syncs
 from migrate.core.mirror.plan import (CHECKPOINTS_TOPIC, CONNECT_OFFSETS_TOPIC, CONNECT_STATUS_TOPIC, HEARTBEATS_TOPIC,
