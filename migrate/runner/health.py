@@ -58,7 +58,8 @@ class HealthWait:
 
 def cluster_reader(settings: ClientSettings, timeout_s: float = 10.0) -> Reader:
     """A reader of the cluster ``settings`` name (BadInput at once when no broker answers)."""
-    from migrate.adapters.kafka.client import admin_client, read_cluster_health
+    from migrate.adapters.kafka.client import admin_client
+    from migrate.adapters.kafka.health import read_cluster_health
 
     admin = admin_client(settings, timeout_s=timeout_s)
     return lambda: read_cluster_health(admin, timeout_s=timeout_s)

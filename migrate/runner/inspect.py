@@ -12,7 +12,8 @@ import json
 import logging
 from typing import Callable
 
-from migrate.adapters.kafka.client import ReassignmentAdmin, broker_static_configs
+from migrate.adapters.kafka.admin import ReassignmentAdmin
+from migrate.adapters.kafka.client import broker_static_configs
 from migrate.adapters.zookeeper.client import ZooKeeper, server_state
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble

@@ -19,7 +19,7 @@ import logging
 from dataclasses import replace
 from typing import Callable, Iterable
 
-from migrate.adapters.kafka import client as kafka_adapter
+from migrate.adapters.kafka import acls as kafka_acls
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.permissions import (
     Need, Resource, acl_decision, acls_explain, missing, missing_line, principal_of,
@@ -34,7 +34,7 @@ def refused(admin, settings: ClientSettings, needs: Iterable[Need], timeout_s: f
     needs = list(needs)
     present = [n for n in needs if n.exists]
     later = [n for n in needs if not n.exists]
-    granted = kafka_adapter.authorized_operations(
+    granted = kafka_acls.authorized_operations(
         admin, topics=[n.resource.name for n in present if n.resource.kind == "topic"],
         groups=[n.resource.name for n in present if n.resource.kind == "group"], timeout_s=timeout_s)
     out = missing(present, granted)
@@ -52,14 +52,14 @@ def _decide_not_created(admin, settings: ClientSettings, needs: list[Need], clus
     out: dict[Need, bool | None] = {}
     for n in needs:
         if n.resource.kind == "topic" and n.operation == "CREATE":
-            out[n] = kafka_adapter.may_create_topic(admin, n.resource.name, timeout_s)
+            out[n] = kafka_acls.may_create_topic(admin, n.resource.name, timeout_s)
         elif n.resource.kind == "topic" and n.operation == "DESCRIBE":
-            out[n] = kafka_adapter.may_describe_missing_topic(admin, n.resource.name, timeout_s)
+            out[n] = kafka_acls.may_describe_missing_topic(admin, n.resource.name, timeout_s)
     rest = [n for n in needs if out.get(n) is None and n.operation != "CREATE"]
     principal = principal_of(settings.settings)
     if not rest or principal is None:
         return out
-    acls = kafka_adapter.acls_naming(admin, [Resource.cluster()] + [n.resource for n in rest], timeout_s)
+    acls = kafka_acls.acls_naming(admin, [Resource.cluster()] + [n.resource for n in rest], timeout_s)
     if acls is None or not acls_explain(acls, principal, Resource.cluster(), cluster_ops):
         return out
     for n in rest:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from migrate.adapters.kafka.client import ReassignmentAdmin
+from migrate.adapters.kafka.admin import ReassignmentAdmin
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.model import ClusterSnapshot, ZkEnsemble
 from migrate.core.plan.placement import Placement, assign_new_topic

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from migrate.adapters.kafka.client import NewTopicSpec, admin_client, create_topics_and_wait
+from migrate.adapters.kafka.client import admin_client
+from migrate.adapters.kafka.topics import NewTopicSpec, create_topics_and_wait
 from migrate.adapters.kafka.local_cluster import produce_records
 from migrate.core.canary import CanaryReport
 from migrate.files import client_settings

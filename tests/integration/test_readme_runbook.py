@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from migrate.adapters.kafka.client import NewTopicSpec, admin_client, create_topics_and_wait
+from migrate.adapters.kafka.client import admin_client
+from migrate.adapters.kafka.topics import NewTopicSpec, create_topics_and_wait
 from migrate.adapters.kafka.local_cluster import produce_records
 from migrate.core.zookeeper.config import parse_server_line
 from migrate.files import client_settings

@@ -100,7 +100,7 @@ def _wait_seen(settings, granted: list[Need], existing_names: set[str]) -> None:
     """Until the kmigrate user's own KIP-430 answers show exactly ``granted`` (with what it implies), from each
     broker in turn (a client bootstrapped on it alone), twice round in a row: each broker's authorizer takes
     the change from ZooKeeper on its own."""
-    from migrate.adapters.kafka.client import authorized_operations
+    from migrate.adapters.kafka.acls import authorized_operations
 
     by_resource: dict[Resource, set[str]] = {Resource.cluster(): set()}
     for n in granted:
@@ -291,7 +291,7 @@ CANCEL_BOOK = "__kmigrate_acl_cancel_book"
 
 
 def _in_flight(admin_settings) -> set[tuple[str, int]]:
-    from migrate.adapters.kafka.client import ReassignmentAdmin
+    from migrate.adapters.kafka.admin import ReassignmentAdmin
 
     ra = ReassignmentAdmin(admin_settings)
     try:

@@ -11,7 +11,8 @@ import time
 from typing import Iterable
 
 from migrate.adapters import LIBRDKAFKA_LOG
-from migrate.adapters.kafka.client import TRUSTED_PRODUCER, NewTopicSpec, create_topics_and_wait, every_partition_led
+from migrate.adapters.kafka.client import TRUSTED_PRODUCER
+from migrate.adapters.kafka.topics import NewTopicSpec, create_topics_and_wait, every_partition_led
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.ledger import Ledger, Record, decode, encode
 from migrate.errors import BadInput, StepFailed

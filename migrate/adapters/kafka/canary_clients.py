@@ -13,7 +13,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient
 
 from migrate.adapters import LIBRDKAFKA_LOG
-from migrate.adapters.kafka.client import TRUSTED_PRODUCER, NewTopicSpec, create_topics_and_wait, wait_for_leaders
+from migrate.adapters.kafka.client import TRUSTED_PRODUCER
+from migrate.adapters.kafka.topics import NewTopicSpec, create_topics_and_wait, wait_for_leaders
 from migrate.core.canary import leader_spread_assignment
 from migrate.core.clientconfig import ClientSettings
 from migrate.errors import BadInput, StepFailed

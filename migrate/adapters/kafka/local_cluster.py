@@ -14,7 +14,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer
 from confluent_kafka.admin import AdminClient
 
 from migrate.adapters import LIBRDKAFKA_LOG
-from migrate.adapters.kafka.client import every_partition_led
+from migrate.adapters.kafka.topics import every_partition_led
 
 _QUIET = logging.getLogger("kmigrate.sandbox.librdkafka")  # librdkafka's connection noise while nodes start
 _GROUP = "kmigrate-sandbox"

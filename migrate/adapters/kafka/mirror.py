@@ -13,7 +13,9 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 
 from migrate.adapters import LIBRDKAFKA_LOG
-from migrate.adapters.kafka.client import NewTopicSpec, admin_client, create_topics_and_wait, refused_by_authorizer
+from migrate.adapters.kafka.acls import refused_by_authorizer
+from migrate.adapters.kafka.client import admin_client
+from migrate.adapters.kafka.topics import NewTopicSpec, create_topics_and_wait
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.mirror.plan import AclReading, ClusterReading, TopicReading
 from migrate.core.permissions import Need, Resource, missing_line, principal_of

@@ -72,7 +72,7 @@ class KafkaSide:
         """Bytes of each partition's largest replica (DescribeLogDirs); a partition no broker reports is left out."""
         if not partitions:
             return {}
-        from migrate.adapters.kafka.client import ReassignmentAdmin
+        from migrate.adapters.kafka.admin import ReassignmentAdmin
 
         wanted: dict[str, list[int]] = {}
         for t, p in partitions:

@@ -22,7 +22,7 @@ import socket
 from typing import Any, Iterable, Mapping
 
 from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
-from migrate.adapters.kafka.client import ReassignmentAdmin
+from migrate.adapters.kafka.admin import ReassignmentAdmin
 from migrate.adapters.processes import pid_alive
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.ledger import Ledger, make_record

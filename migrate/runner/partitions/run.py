@@ -53,7 +53,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrate.adapters.kafka.client import ReassignmentAdmin, transient_error
+from migrate.adapters.kafka.admin import ReassignmentAdmin
+from migrate.adapters.kafka.retry import transient_error
 from migrate.core.partitions.phases import TopicPhase
 from migrate.core.partitions.tasks import PartitionState
 from migrate.core.units import format_bytes

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
-from migrate.adapters.kafka.client import ReassignmentAdmin
+from migrate.adapters.kafka.admin import ReassignmentAdmin
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.model import Broker
 from migrate.core.partitions.moves import PartitionMove, ReplicaKey

@@ -17,7 +17,7 @@ import time
 from typing import Any, Mapping
 
 from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
-from migrate.adapters.kafka.client import ReassignmentAdmin
+from migrate.adapters.kafka.admin import ReassignmentAdmin
 from migrate.core.permissions import status_needs
 from migrate.runner.permissions import require
 from migrate.core.clientconfig import ClientSettings

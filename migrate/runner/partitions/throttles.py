@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
-from migrate.adapters.kafka.client import ReassignmentAdmin
+from migrate.adapters.kafka.admin import ReassignmentAdmin
 from migrate.adapters.zookeeper.client import broker_config_znodes
 from migrate.core.ledger import Ledger, Record, make_record
 from migrate.core.partitions.moves import InFlight, PartitionMove
