@@ -8,6 +8,10 @@
   ``core/`` and ``adapters/`` never import ``runner/`` (an adapter waits with the one wait helper,
   ``migrate/waiting.py``, which sits below every layer).
 - No function in ``runner/`` is longer than ``MAX_RUNNER_FUNCTION_LINES``.
+- No import circle among the modules of ``migrate/`` (imports inside functions count); a circle is
+  reported with its modules.
+- No folder holds more than ``MAX_MODULES_PER_FOLDER`` modules (``__init__.py`` counts), and no class is
+  longer than ``MAX_CLASS_LINES``.
 
 The checker reads source with ``ast`` (imports inside functions count too). The last tests feed it
 a small package that breaks each rule, to show that every rule can fail.
@@ -16,6 +20,7 @@ a small package that breaks each rule, to show that every rule can fail.
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -24,6 +29,14 @@ PACKAGE = Path(__file__).resolve().parents[2] / "migrate"
 CLIENT_LIBRARIES = ("kazoo", "confluent_kafka", "kafka", "pyspark")
 CORE_FORBIDDEN_STDLIB = ("time", "socket", "subprocess", "threading", "signal", "urllib", "http", "fcntl")
 MAX_RUNNER_FUNCTION_LINES = 80
+MAX_CLASS_LINES = 400
+MAX_MODULES_PER_FOLDER = 15
+
+# The offenders of the rules above that main still had when they came (issue 27), each named by a piece of
+# its message (e.g. "class PartitionMover is", "import circle among migrate.a, migrate.b:"); the whole-package
+# test skips them while their splits are under way. PENDING_SPLITS must stay empty (it is, since every split
+# landed before these rules): an entry whose offender is gone fails test_pending_splits_are_still_offenders.
+PENDING_SPLITS: tuple[str, ...] = ()
 
 
 def _imports(tree: ast.AST, module: str) -> list[tuple[int, str]]:
@@ -54,10 +67,95 @@ def _top(name: str) -> str:
     return name.split(".")[0]
 
 
+def _module_name(path: Path, package: Path) -> str:
+    return ".".join(path.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__")
+
+
+def import_graph(package: Path) -> dict[str, set[str]]:
+    """Module -> the modules of the package it imports (anywhere in it: inside functions too). ``from a import b``
+    is an edge to ``a.b`` when that is a module, else to ``a``; the parent packages an import loads are no edges."""
+    paths = {_module_name(p, package): p for p in sorted(package.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        pkg = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)]
+                    base = ".".join(parts + ([base] if base else []))
+                deps.update(f"{base}.{a.name}" if f"{base}.{a.name}" in paths else base for a in node.names)
+        graph[module] = {d for d in deps if d in paths and d != module}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: each group of modules that reach one another (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(groups)
+
+
+def _circle_path(graph: dict[str, set[str]], group: list[str]) -> list[str]:
+    """One way round ``group``: the shortest path of imports from its first module back to it."""
+    start, members = group[0], set(group)
+    parent: dict[str, str | None] = {start: None}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph[v] & members):
+                if w == start:
+                    path = [v]
+                    while parent[path[-1]] is not None:
+                        path.append(parent[path[-1]])  # type: ignore[arg-type]
+                    return path[::-1] + [start]
+                if w not in parent:
+                    parent[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    return group
+
+
 def violations(package: Path) -> list[str]:
     """Every broken layer rule in the package at ``package`` (a folder named like ``migrate``)."""
     found: list[str] = []
     root = package.name
+    graph = import_graph(package)
+    for group in import_circles(graph):
+        found.append(f"{root}/: import circle among {', '.join(group)}: {' -> '.join(_circle_path(graph, group))}")
+    for folder, count in sorted(Counter(p.parent for p in package.rglob("*.py")).items()):
+        if count > MAX_MODULES_PER_FOLDER:
+            found.append(f"{folder.relative_to(package.parent).as_posix()}/: {count} modules; a folder holds at most "
+                         f"{MAX_MODULES_PER_FOLDER} (__init__.py counts)")
     for path in sorted(package.rglob("*.py")):
         rel = path.relative_to(package.parent).with_suffix("")
         module = ".".join(rel.parts).removesuffix(".__init__")
@@ -82,6 +180,9 @@ def violations(package: Path) -> list[str]:
             if layer in ("core", "adapters") and own and sub == "runner":
                 found.append(f"{where}:{line}: {layer} imports {name}; only commands and sandbox use runner/")
         for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES:
+                found.append(f"{where}:{node.lineno}: class {node.name} is {node.end_lineno - node.lineno + 1} lines; "
+                             f"a class has at most {MAX_CLASS_LINES}")
             if layer == "core" and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
                 found.append(f"{where}:{node.lineno}: core opens a file; core gets text, its caller reads the file")
             if layer == "runner" and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -92,8 +193,22 @@ def violations(package: Path) -> list[str]:
     return found
 
 
-def test_the_package_keeps_its_layers():
-    assert violations(PACKAGE) == []
+def _pending(violation: str) -> bool:
+    return any(p in violation for p in PENDING_SPLITS)
+
+
+@pytest.fixture(scope="module")
+def package_violations() -> list[str]:
+    return violations(PACKAGE)
+
+
+def test_the_package_keeps_its_layers(package_violations):
+    assert [v for v in package_violations if not _pending(v)] == []
+
+
+def test_pending_splits_are_still_offenders(package_violations):
+    gone = [p for p in PENDING_SPLITS if not any(p in v for v in package_violations)]
+    assert gone == [], f"no longer offending: remove from PENDING_SPLITS (it must become empty): {gone}"
 
 
 # ---------------------------------------------------------------- the checker fails when a rule is broken
@@ -106,6 +221,18 @@ BROKEN = {
     "runner/long.py": "def long():\n" + "    x = 1\n" * 90,
     "sandbox/cluster.py": "def up():\n    from confluent_kafka.admin import AdminClient\n",
     "adapters/kafka.py": "import confluent_kafka\nfrom migrate import waiting\nfrom migrate.runner.events import crash_point\n",
+    "adapters/spark.py": "from migrate.sandbox.cluster import Sandbox\n\ndef f():\n    from migrate.commands import verify\n",
+    # an import circle, one side inside a function; and a longer one
+    "core/left.py": "from migrate.core import right\n",
+    "core/right.py": "def f():\n    from migrate.core.left import g\n",
+    "core/one.py": "from . import two\n",
+    "core/two.py": "from migrate.core import three\n",
+    "core/three.py": "import migrate.core.one\n",
+    # one module too many in a folder (__init__.py counts), and a folder just full
+    **{f"runner/crowded/m{i}.py": "" for i in range(MAX_MODULES_PER_FOLDER)},
+    **{f"runner/full/m{i}.py": "" for i in range(MAX_MODULES_PER_FOLDER - 1)},
+    "runner/big.py": "class Big:\n" + "    x = 1\n" * MAX_CLASS_LINES,
+    "runner/fits.py": "class Fits:\n" + "    x = 1\n" * (MAX_CLASS_LINES - 1),
 }
 
 
@@ -133,9 +260,19 @@ def test_every_rule_catches_a_break(broken_package):
         "migrate/runner/long.py:1: long is 91 lines",
         "migrate/sandbox/cluster.py:2: imports confluent_kafka.admin; only migrate/adapters/ may import confluent_kafka",
         "migrate/adapters/kafka.py:3: adapters imports migrate.runner.events",
+        "migrate/adapters/spark.py:1: adapters imports migrate.sandbox.cluster",
+        "migrate/adapters/spark.py:4: adapters imports migrate.commands.verify",
+        "migrate/: import circle among migrate.core.left, migrate.core.right: "
+        "migrate.core.left -> migrate.core.right -> migrate.core.left",
+        "migrate/: import circle among migrate.core.one, migrate.core.three, migrate.core.two: "
+        "migrate.core.one -> migrate.core.two -> migrate.core.three -> migrate.core.one",
+        f"migrate/runner/crowded/: {MAX_MODULES_PER_FOLDER + 1} modules; a folder holds at most",
+        f"migrate/runner/big.py:1: class Big is {MAX_CLASS_LINES + 1} lines",
     ]
     for line in expected:
         assert line in found, f"not caught: {line}\n{found}"
     assert "core/units.py" not in found  # core importing core and errors is allowed
     assert "adapters/kafka.py:1" not in found  # an adapter may import a client library
     assert "adapters/kafka.py:2" not in found  # ... and wait with migrate/waiting
+    assert "runner/full/" not in found and "class Fits" not in found  # at the limits is allowed
+    assert found.count("import circle") == 2
