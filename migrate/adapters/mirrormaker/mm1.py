@@ -54,7 +54,7 @@ class MirrorMaker1Process(MirrorMakerProcess):
         (self.dir / "log4j.properties").write_text(LOG4J)
         command = dist.java_command(MAIN_CLASS, arguments, [
             f"-Xmx{heap_mb}m", f"-Xms{min(heap_mb, 64)}m", "-XX:+UseSerialGC",
-            f"-Dlog4j.configuration=file:{(self.dir / 'log4j.properties').resolve()}"])
+            f"-Dlog4j.configuration=file:{(self.dir / 'log4j.properties').resolve()}"], class_data=True)
         with open(self.log_path, "ab") as log:
             proc = subprocess.Popen(command, cwd=self.dir, stdout=log, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)

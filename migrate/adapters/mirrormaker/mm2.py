@@ -112,7 +112,7 @@ class MirrorMakerProcess:
         command = dist.java_command(
             MIRROR_MAKER_MAIN, [str(self.properties_path.resolve()), "--clusters", TARGET_ALIAS],
             [f"-Xmx{heap_mb}m", f"-Xms{min(heap_mb, 64)}m", "-XX:+UseSerialGC",
-             f"-Dlog4j.configuration=file:{(self.dir / 'log4j.properties').resolve()}"])
+             f"-Dlog4j.configuration=file:{(self.dir / 'log4j.properties').resolve()}"], class_data=True)
         proc = spawn(command, self.dir, self.log_path)
         self._write_pid(proc.pid)
         return proc.pid
