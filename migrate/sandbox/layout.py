@@ -201,7 +201,9 @@ def server_properties(spec: SandboxSpec, broker: BrokerNode, log_dir: str, zooke
         "advertised.listeners": f"PLAINTEXT://{broker.address}",
         "log.dirs": log_dir,
         "zookeeper.connect": zookeeper_connect,
-        "zookeeper.session.timeout.ms": "18000",
+        # Kafka's default before 2.5 (18 s since): a SIGKILLed broker's registration and leadership go
+        # 12 s sooner, and it may start again sooner (sandbox start waits for that registration to go)
+        "zookeeper.session.timeout.ms": "6000",
         "zookeeper.connection.timeout.ms": "30000",
         "broker.rack": broker.rack,
         "num.partitions": "1",
@@ -221,6 +223,8 @@ def server_properties(spec: SandboxSpec, broker: BrokerNode, log_dir: str, zooke
         "log.cleaner.backoff.ms": "2000",
         "log.segment.bytes": str(64 * 1024 * 1024),
         "controlled.shutdown.enable": "true",
+        # brokers stopped all at once (sandbox down) fail to reach the controller that stops too: retry after 1 s, not 5
+        "controlled.shutdown.retry.backoff.ms": "1000",
     }
     top = max(spec.broker_ids + spec.spare_broker_ids)
     if top > 1000:  # Kafka's default reserved.broker.max.id: a broker with a higher id exits at start

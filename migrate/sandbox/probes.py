@@ -79,7 +79,7 @@ def wait_registration_gone(zookeeper_connect: str, broker_id: int, timeout_s: fl
     """Wait until a killed broker's ``/brokers/ids/<id>`` is gone before it starts again.
 
     A broker killed with SIGKILL leaves its ephemeral registration until its ZooKeeper session
-    expires (``zookeeper.session.timeout.ms``, 18 s here). A broker that starts before then finds
+    expires (``zookeeper.session.timeout.ms``, 6 s here). A broker that starts before then finds
     the node owned by another session and exits with NodeExistsException.
     """
     try:
