@@ -36,8 +36,8 @@ class KafkaProbe:
     def offsets_topic_led(self) -> bool:
         """Ask for a group's offsets (which has the brokers create ``__consumer_offsets``); True once every
         partition of it has a leader."""
-        try:
-            self._admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(_GROUP)])[_GROUP].result(timeout=10)
+        try:  # 1 s: while there is no coordinator the answer never comes in time (with 10 s, every sandbox up waited 10 s)
+            self._admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(_GROUP)])[_GROUP].result(timeout=1)
         except Exception:  # the coordinator is not there yet: the request still made the brokers create the topic
             pass
         md = self._admin.list_topics(timeout=10)
