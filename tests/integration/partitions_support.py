@@ -23,6 +23,7 @@ from migrate.adapters.kafka.client import TRUSTED_PRODUCER
 from migrate.files import client_settings
 from migrate.core.partitions.throttles import BROKER_THROTTLE_CONFIGS, TOPIC_THROTTLE_CONFIGS
 from migrate.sandbox.testing import produce_waiting
+from cluster_waits import wait_for
 
 OLD = (1, 2, 3)
 NEW = (4, 5, 6)
@@ -40,14 +41,13 @@ def create_topic(cluster, name: str, assignment: list[list[int]], configs: dict[
     a = admin(cluster)
     a.create_topics([NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment,
                               config=configs or {})])[name].result(timeout=60)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def led() -> bool:
         t = a.list_topics(name, timeout=10).topics.get(name)
-        if t is not None and t.error is None and len(t.partitions) == len(assignment) and all(
-                p.leader >= 0 for p in t.partitions.values()):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"topic {name} has no leaders after 60 s")
+        return t is not None and t.error is None and len(t.partitions) == len(assignment) and all(
+            p.leader >= 0 for p in t.partitions.values())
+
+    wait_for(led, what=f"a leader for every partition of topic {name}", timeout_s=60, interval_s=0.2)
 
 
 def write_playbook(cluster, path, migration: str = "  throttle: 30MB/s\n"):
@@ -291,11 +291,4 @@ def ledger(cluster, topic: str = BOOKKEEPING):
 
 
 def wait_until(predicate, timeout_s: float = 30, what: str = "condition"):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached after {timeout_s} s")
-        time.sleep(0.5)
+    return wait_for(predicate, what=what, timeout_s=timeout_s)

@@ -25,6 +25,7 @@ from migrate.core.canary import CanaryLedger
 from migrate.files import client_settings
 from migrate.runner.canary import Canary
 from migrate.waiting import wait_until
+from cluster_waits import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -218,9 +219,20 @@ class _RecordingLedger(CanaryLedger):
 def test_a_killed_broker_stall_is_what_the_clients_saw(cluster, topic_name, monkeypatch):
     monkeypatch.setattr(runner_canary, "CanaryLedger", _RecordingLedger)
     run = Canary(client_settings(cluster.bootstrap_servers()), topic=topic_name, rate_per_s=200).start()
-    time.sleep(4)
+    wait_for(lambda: run.report().acknowledged >= 600, what="the canary's first 600 records acknowledged",
+             timeout_s=120, interval_s=0.2)
     cluster.kill("kafka-3")
-    time.sleep(8)
+    killed_at = time.monotonic()
+
+    def stall_over() -> bool:
+        """Every partition acknowledges records sent after the kill (kafka-3's partition has a new leader)."""
+        seen = list(run.ledger.seen)
+        sent_after = {seq: p for kind, seq, p, t in seen if kind == "send" and t > killed_at}
+        acked = {sent_after[seq] for kind, seq, _, _ in seen if kind == "ack" and seq in sent_after}
+        return acked == {0, 1, 2} and run.report().sent > 1000
+
+    wait_for(stall_over, what="acknowledgements on every partition of records sent after kafka-3 was killed",
+             timeout_s=120, interval_s=0.2)
     report = run.stop(drain_timeout_s=120)
     cluster.start("kafka-3")
     figures_ = report.to_dict()

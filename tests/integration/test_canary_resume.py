@@ -6,7 +6,6 @@ Records read again count as duplicated; none acknowledged is lost. One lean sand
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -14,6 +13,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from migrate.files import client_settings
 from migrate.runner.canary import Canary
+from cluster_waits import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +43,8 @@ def test_paused_canary_commits_and_resumes_from_its_group_counting_records_read_
     group = f"canary-{uuid.uuid4().hex[:6]}"
     canary = Canary(client_settings(bootstrap, None), topic=topic_name, rate_per_s=100, replication_factor=1,
                     min_insync_replicas=1, group=group).start()
-    time.sleep(3)
+    wait_for(lambda: (r := canary.report()).acknowledged >= 200 and r.consumed >= 200,
+             what="the canary's first 200 records acknowledged and read back", timeout_s=60, interval_s=0.2)
     paused = canary.pause(drain_timeout_s=30)
     assert paused.acknowledged > 100 and paused.consumed == paused.acknowledged, paused
     end = committed(bootstrap, group, topic_name)
@@ -51,7 +52,9 @@ def test_paused_canary_commits_and_resumes_from_its_group_counting_records_read_
     rewind(bootstrap, group, topic_name, end - REWIND)
 
     canary.resume()
-    time.sleep(3)
+    wait_for(lambda: (r := canary.report()).sent >= paused.sent + 200 and r.duplicated >= REWIND,
+             what="the resumed canary's next 200 records sent and the rewound ones read again", timeout_s=60,
+             interval_s=0.2)
     final = canary.stop(drain_timeout_s=30)
     assert final.sent > paused.sent + 100, (paused, final)  # the producer went on with the next numbers
     assert final.lost == 0 and final.failed_sends == 0, final

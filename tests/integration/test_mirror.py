@@ -25,6 +25,7 @@ from migrate.adapters.mirrormaker.mm2 import MirrorMakerProcess
 from migrate.adapters.processes import live_pids
 from migrate.sandbox.testing import running_sandbox
 from cli_support import run, run_json, sides
+from cluster_waits import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -55,13 +56,13 @@ def state_dir(tmp_path_factory, clusters):
 def create(bs: str, name: str, partitions: int, config: dict | None = None) -> None:
     a = AdminClient({"bootstrap.servers": bs})
     a.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(timeout=60)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def led() -> bool:
         t = a.list_topics(timeout=10).topics.get(name)
-        if t is not None and t.error is None and t.partitions and all(p.leader >= 0 for p in t.partitions.values()):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{name} has no leader")
+        return t is not None and t.error is None and bool(t.partitions) and all(
+            p.leader >= 0 for p in t.partitions.values())
+
+    wait_for(led, what=f"a leader for every partition of {name}", timeout_s=60, interval_s=0.2)
 
 
 def produce(bs: str, topic: str, partitions: int, count: int, start: int = 0, key_mod: int | None = None) -> None:
@@ -291,13 +292,14 @@ def test_start_copies_every_record_and_a_second_start_starts_nothing(clusters, s
     assert doc["already_running"] and doc["pid"] == pid
     assert mirror_processes(state_dir) == [pid]
     # the group's offsets: checkpointed, translated (never ahead of the source) and set on the target
-    deadline = time.monotonic() + 120
-    while True:
+
+    def set_on_target() -> list:
         code, status, err = run_json(capsys, "mirror", "status", "--state-dir", str(state_dir))
         billing = [g for g in status["groups"] if g["group"] == "billing"]
-        if billing and billing[0]["target_committed"] is not None or time.monotonic() > deadline:
-            break
-        time.sleep(3)
+        return billing if billing and billing[0]["target_committed"] is not None else []
+
+    billing = wait_for(set_on_target, what="the group billing's offset checkpointed and set on the target",
+                       timeout_s=120, interval_s=1)
     assert billing and billing[0]["source_committed"] == 500, status["groups"]
     assert billing[0]["translated"] is not None and billing[0]["translated"] <= 500
     assert billing[0]["target_committed"] == billing[0]["translated"]
@@ -321,14 +323,11 @@ def test_mirrormaker_killed_mid_copy_resumes_without_duplicates(clusters, source
 
     writer = threading.Thread(target=keep_writing, daemon=True)
     writer.start()
-    deadline = time.monotonic() + 120
     # kill once MirrorMaker has copied some of the new records (the target's end offsets: a cheap look)
-    while target_end(tgt, ORDERS, 3) < before + 500 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: target_end(tgt, ORDERS, 3) >= before + 500, what="MirrorMaker copying the new records",
+             timeout_s=120, interval_s=0.05)
     os.kill(pid, signal.SIGKILL)
-    gone = time.monotonic() + 30
-    while mirror_processes(state_dir) and time.monotonic() < gone:
-        time.sleep(0.2)
+    wait_for(lambda: mirror_processes(state_dir) == [], what="the killed MirrorMaker gone", timeout_s=30, interval_s=0.2)
     assert mirror_processes(state_dir) == []
     stop_writing.set()
     writer.join(120)

@@ -26,6 +26,7 @@ from migrate.adapters.mirrormaker.mm1 import MirrorMaker1Process, instance_index
 from migrate.adapters.processes import live_pids
 from migrate.sandbox.testing import running_sandbox
 from cli_support import run, run_json, sides
+from cluster_waits import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -125,13 +126,22 @@ def consume_part(bs: str, group: str, topic: str, partitions: int, count_per_par
 def create(bs: str, name: str, partitions: int) -> None:
     a = AdminClient({"bootstrap.servers": bs})
     a.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=60)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def led() -> bool:
         t = a.list_topics(name, timeout=10).topics.get(name)
-        if t is not None and t.error is None and t.partitions and all(p.leader >= 0 for p in t.partitions.values()):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{name} has no leader")
+        return t is not None and t.error is None and bool(t.partitions) and all(
+            p.leader >= 0 for p in t.partitions.values())
+
+    wait_for(led, what=f"a leader for every partition of {name}", timeout_s=60, interval_s=0.2)
+
+
+def end_offsets(bs: str, topic: str, partitions: int) -> int:
+    """The sum of the partitions' end offsets (a cheap look at how far a copy got)."""
+    c = Consumer({"bootstrap.servers": bs, "group.id": "ends"})
+    try:
+        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions))
+    finally:
+        c.close()
 
 
 def stamp(i: int) -> int:
@@ -197,7 +207,10 @@ def test_two_instances_with_a_live_producer_reach_lag_0_and_copy_every_record(cl
         assert code == 0, err
         assert doc["engine"] == "mirrormaker1" and len(doc["pids"]) == 2 and doc["started"] == [0, 1]
         assert sorted(doc["topics"]["created"]) == sorted(ALL)
-        time.sleep(5)
+        # the producer goes on until MirrorMaker has copied records it wrote while MirrorMaker ran
+        written = end_offsets(src, ORDERS, 3)
+        wait_for(lambda: end_offsets(tgt, ORDERS, 3) > written, what=f"MirrorMaker 1 copying the live records of "
+                 f"{ORDERS} (past offset sum {written} on the target)", timeout_s=180, interval_s=0.2)
     finally:
         stop.set()
         writer.join()
@@ -271,21 +284,16 @@ def test_sigkill_mid_copy_is_reported_as_possible_duplicates_and_loses_nothing(c
     assert len(pids) == 2
     before = sum(len(v) for v in records(tgt, ORDERS, 3).values())
     produce(src, ORDERS, 12_000, start=100_000)
-    deadline = time.monotonic() + 120
     c = Consumer({"bootstrap.servers": tgt, "group.id": "ends"})
     try:
-        while time.monotonic() < deadline:
-            end = sum(c.get_watermark_offsets(TopicPartition(ORDERS, p), timeout=30)[1] for p in range(3))
-            if end >= before + 1500:
-                break
-            time.sleep(0.05)
+        wait_for(lambda: sum(c.get_watermark_offsets(TopicPartition(ORDERS, p), timeout=30)[1] for p in range(3))
+                 >= before + 1500, what="MirrorMaker 1 copying 1500 of the new records", timeout_s=120, interval_s=0.05)
     finally:
         c.close()
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
-    gone = time.monotonic() + 30
-    while mirror_pids(state_dir) and time.monotonic() < gone:
-        time.sleep(0.2)
+    wait_for(lambda: mirror_pids(state_dir) == [], what="the killed MirrorMaker 1 instances gone", timeout_s=30,
+             interval_s=0.2)
     assert mirror_pids(state_dir) == []
     code, status, err = run_json(capsys, "mirror", "status", "--state-dir", str(state_dir))
     assert code == 0, err

@@ -30,6 +30,7 @@ from migrate.runner.mirror.clusters import Request, Side
 from migrate.runner.mirror.mm2 import MirrorMaker2
 from migrate.sandbox.testing import running_sandbox
 from cli_support import run, run_json
+from cluster_waits import wait_for
 from test_mirror import create, produce, produce_transactions, state_dir  # noqa: F401 (state_dir: a fixture)
 
 pytestmark = pytest.mark.integration
@@ -143,9 +144,8 @@ def mirror(clusters, source, state_dir):
     src, tgt = clusters
     live = LiveProducer(src)
     MirrorMaker2().start(Request(Side(src), Side(tgt, role="target"), "c-.*"), state_dir, heap_mb=256)
-    deadline = time.monotonic() + 120
-    while sum(ends(tgt, ORDERS)) < 600 and time.monotonic() < deadline:  # the bulk copied (EOS adds markers)
-        time.sleep(1)
+    wait_for(lambda: sum(ends(tgt, ORDERS)) >= 600, what=f"MirrorMaker copying the bulk of {ORDERS} (600 records; "
+             "EOS adds markers)", timeout_s=120, interval_s=0.5)
     assert sum(ends(tgt, ORDERS)) >= 600
     return live
 
@@ -177,9 +177,12 @@ def test_a_group_active_on_the_target_is_refused_and_nothing_changes(clusters, m
     _, tgt = clusters
     c = Consumer({"bootstrap.servers": tgt, "group.id": "far", "enable.auto.commit": False})
     c.subscribe([ORDERS])
-    deadline = time.monotonic() + 30
-    while not c.assignment() and time.monotonic() < deadline:
+
+    def joined():
         c.poll(0.5)
+        return c.assignment()
+
+    wait_for(joined, what="the group far's consumer assigned its partitions on the target", timeout_s=30, interval_s=0)
     try:
         before = committed(tgt, "far")
         code, _out, err = run(capsys, *cutover_args(clusters, state_dir))

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 
 import pytest
 
+from cluster_waits import settled, wait_for
 from partitions_support import (
     MAPPING,
     NEW,
@@ -83,9 +83,11 @@ def _watch_throttles_while_moving(cluster, prefix: str, until, timeout_s: float 
     at least one move."""
     checked = 0
     before = _moving(cluster, prefix)
-    deadline = time.monotonic() + timeout_s
-    while not until():
-        assert time.monotonic() < deadline, "the moves did not end in time"
+
+    def look() -> bool:
+        nonlocal checked, before
+        if until():
+            return True
         left = throttles_left(cluster)
         now = _moving(cluster, prefix)
         both = before & now
@@ -94,13 +96,16 @@ def _watch_throttles_while_moving(cluster, prefix: str, until, timeout_s: float 
             assert {t for t, _ in both} <= _throttled_topics(left), (both, left)
             assert _throttled_brokers(left), (both, left)
         before = now
-        time.sleep(0.5)
+        return False
+
+    wait_for(look, what=f"the moves of {prefix}-* to end (the throttles checked at each look)", timeout_s=timeout_s)
     return checked
 
 
 def _assert_all_moved(cluster, names: list[str]) -> None:
-    assert replicas_on(cluster, OLD, names) == []
-    assert throttles_left(cluster) == []
+    # read again while the brokers learn the last moves' metadata and the throttles' removal
+    assert settled(lambda: replicas_on(cluster, OLD, names), []) == []
+    assert settled(lambda: throttles_left(cluster), []) == []
     assert in_flight(cluster) == {}
     wait_until(lambda: under_replicated(cluster) == [], 60, "every replica in sync")
 
@@ -164,7 +169,8 @@ def test_a_signal_keeps_the_throttles_of_moves_in_flight_and_resume_finishes(clu
     prefix = f"sig{int(signum)}"
     names = _slow_topics(cluster, prefix, 2)
     proc, seen = _start(cluster, prefix)
-    time.sleep(1.5)
+    wait_for(lambda: _moving(cluster, prefix), what=f"a move of {prefix}-* in flight on the cluster", timeout_s=60,
+             interval_s=0.2)
     proc.send_signal(signum)
     assert drain(proc, timeout_s=180, seen=seen) == code, proc.stderr_text[-2000:]
     aborted = [e for e in seen if e["event"] == "aborted"]
@@ -224,8 +230,9 @@ def test_cancel_reverts_every_kmigrate_move_and_stops_the_running_run(cluster):
     assert checked >= 1, "no look saw a move in flight twice in a row: the moves were too quick to watch"
     # every move reverted, nothing in flight, no throttle left
     assert in_flight(cluster) == {}
-    assert throttles_left(cluster) == []
-    assert {n: [tuple(p.replicas) for p in topics(cluster)[n].partitions.values()] for n in names} == before
+    assert settled(lambda: throttles_left(cluster), []) == []
+    assert settled(lambda: {n: [tuple(p.replicas) for p in topics(cluster)[n].partitions.values()] for n in names},
+                   before) == before
     wait_until(lambda: under_replicated(cluster) == [], 60, "every replica in sync")
     # a --resume starts it again and finishes
     r = kmigrate("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--mapping", MAPPING,

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from cluster_waits import settled, wait_for
 from partitions_support import (
     BOOKKEEPING,
     MAPPING,
@@ -106,7 +107,8 @@ def test_full_migration_under_load(cluster, loaded, capsys):
     names, acked = loaded
     live_topics = [names[1], names[2], names[5], names[9]]
     producer = BackgroundProducer(cluster, live_topics, rate_per_s=100).start()
-    time.sleep(2)
+    wait_for(lambda: all(len(producer.acked.get(t, ())) >= 20 for t in live_topics),
+             what="the live producer's first 20 records acknowledged on each of its topics", timeout_s=60, interval_s=0.2)
     started = time.monotonic()
     proc = kmigrate_background("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--mapping", MAPPING,
                                "--throttle", "20MB/s", "-O", "json")
@@ -129,18 +131,18 @@ def test_full_migration_under_load(cluster, loaded, capsys):
     everything = sorted(topics(cluster))
     user_topics = [t for t in everything if t != BOOKKEEPING]
     assert late in user_topics
-    # no replica on an old broker
-    assert replicas_on(cluster, OLD) == []
+    # no replica on an old broker (read again while the brokers learn the last moves)
+    assert settled(lambda: replicas_on(cluster, OLD), []) == []
     # every topic recorded exactly once, by this plan
     counts = ledger(cluster).moved_counts(PLAN_ID)
     assert sorted(counts) == sorted(user_topics)
     assert set(counts.values()) == {1}
     # no throttle config left, nothing in flight, everything in sync
-    assert throttles_left(cluster) == []
+    assert settled(lambda: throttles_left(cluster), []) == []
     assert in_flight(cluster) == {}
-    assert under_replicated(cluster) == []
+    assert settled(lambda: under_replicated(cluster), []) == []
     # leaders are the preferred replicas
-    assert leaders_not_preferred(cluster) == []
+    assert settled(lambda: leaders_not_preferred(cluster), []) == []
     # every record produced before and during the run can be read
     assert not producer.errors, producer.errors[:3]
     for t, keys in {**acked, **producer.acked}.items():

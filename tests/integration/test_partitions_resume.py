@@ -17,6 +17,8 @@ from confluent_kafka import Producer
 from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
 from migrate.core.ledger import make_record
 from migrate.files import client_settings
+from migrate.waiting import poll
+from cluster_waits import settled, wait_for
 from partitions_support import (
     MAPPING,
     NEW,
@@ -63,10 +65,11 @@ def _make_topics(cluster, prefix: str, big_bytes: int = 0) -> list[str]:
 
 
 def _assert_end_state(cluster, names: list[str]) -> None:
-    assert replicas_on(cluster, OLD, names) == []
+    # read again while the brokers learn the last moves' metadata and the throttles' removal
+    assert settled(lambda: replicas_on(cluster, OLD, names), []) == []
     counts = ledger(cluster).moved_counts(PLAN_ID)
     assert {n: counts.get(n) for n in names} == {n: 1 for n in names}
-    assert throttles_left(cluster) == []
+    assert settled(lambda: throttles_left(cluster), []) == []
     assert in_flight(cluster) == {}
     wait_until(lambda: leaders_not_preferred(cluster, names) == [], 20, "preferred leaders")
     wait_until(lambda: under_replicated(cluster) == [], 30, "every replica in sync")
@@ -125,8 +128,9 @@ def test_crash_after_complete_before_record_then_resume(cluster):
     names = _make_topics(cluster, "kc")
     r = _run(cluster, "kc", crash="after-complete-before-record")
     assert r.returncode == -signal.SIGKILL, r.stderr
-    moved_not_recorded = [n for n in names if not replicas_on(cluster, OLD, [n])
-                          and n not in ledger(cluster).moved_counts(PLAN_ID)]
+    # read again while the brokers learn the finished move's metadata
+    moved_not_recorded = poll(lambda: [n for n in names if not replicas_on(cluster, OLD, [n])
+                                       and n not in ledger(cluster).moved_counts(PLAN_ID)], timeout_s=20)
     assert moved_not_recorded, "the crash point is after a topic finished and before it was recorded"
     r = _run(cluster, "kc", "--resume")
     assert r.returncode == 0, r.stderr
@@ -165,8 +169,8 @@ def test_cancel_in_the_middle(cluster):
     seen: list[dict] = []
     wait_for_event(proc, lambda e: e["event"] == "submitted" and any(p["topic"] == "kx-big" for p in e["partitions"]),
                    seen=seen)
-    time.sleep(1)
-    assert in_flight(cluster)
+    assert wait_for(lambda: in_flight(cluster), what="kx-big's move in flight on the cluster", timeout_s=30,
+                    interval_s=0.2)
     r = kmigrate("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--cancel", "-O", "json")
     assert r.returncode == 0, r.stderr
     done = [e for e in events(r.stdout) if e["event"] == "done"][-1]
@@ -177,9 +181,9 @@ def test_cancel_in_the_middle(cluster):
     assert any(e["event"] == "stopped" for e in seen)
     # nothing in flight, no throttle left, the cluster healthy, the big topic back where it was
     assert in_flight(cluster) == {}
-    assert throttles_left(cluster) == []
+    assert settled(lambda: throttles_left(cluster), []) == []
     wait_until(lambda: under_replicated(cluster) == [], 30, "every replica in sync")
-    assert [tuple(p.replicas) for p in topics(cluster)["kx-big"].partitions.values()] == [(1,)]
+    assert settled(lambda: [tuple(p.replicas) for p in topics(cluster)["kx-big"].partitions.values()], [(1,)]) == [(1,)]
     # status says where things stand; a later --resume finishes the job
     st = json.loads(kmigrate("status", "--bootstrap-server", cluster.bootstrap_servers(), "-O", "json").stdout)
     assert st["state"] == "in progress" and st["reassignments_in_flight"] == 0
@@ -206,9 +210,13 @@ def test_plan_file_and_playbook_drive_the_move(cluster, tmp_path):
     start = [e for e in evs if e["event"] == "start"][0]
     assert start["plan_id"] == plan["plan_id"]
     assert start["throttle_bytes_per_s"] == 30_000_000 and start["max_moves_per_broker"] == 4
-    now = topics(cluster)
+    def placed() -> dict:
+        md = topics(cluster)
+        return {(t, p): list(md[t].partitions[p].replicas) for t, p in targets}
+
+    now = settled(placed, targets)
     for (t, p), target in targets.items():
-        assert list(now[t].partitions[p].replicas) == target
+        assert now[(t, p)] == target
     counts = ledger(cluster).moved_counts(plan["plan_id"])
     assert {n: counts.get(n) for n in names} == {n: 1 for n in names}
-    assert throttles_left(cluster) == []
+    assert settled(lambda: throttles_left(cluster), []) == []

@@ -11,11 +11,11 @@ in kmigrate assumes ids 1..N.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from migrate.core.partitions.mapping import mapping_plan_id
+from cluster_waits import settled, wait_for
 from partitions_support import (
     admin,
     create_topic,
@@ -57,7 +57,8 @@ def _start_move(cluster, topic: str, source: int, *extra: str):
                                "--topics", topic, "--throttle", "1MB/s", "--stall-timeout", "4s", "-O", "json", *extra)
     seen: list[dict] = []
     wait_for_event(proc, lambda e: e["event"] == "submitted", seen=seen)
-    time.sleep(1.5)
+    wait_for(lambda: any(tp.topic == topic for tp in in_flight(cluster)), what=f"the move of {topic} in flight",
+             timeout_s=60, interval_s=0.2)
     return proc, seen
 
 
@@ -72,9 +73,10 @@ def test_dead_target_is_reported_and_the_move_completes_after_restart(cluster):
         _restart_killed(cluster, 411)
     code = drain(proc, timeout_s=300, seen=seen)
     assert code == 0, proc.stderr_text[-2000:]
-    assert [tuple(p.replicas) for p in topics(cluster)["stall-report"].partitions.values()] == [(411,)]
+    replicas = settled(lambda: [tuple(p.replicas) for p in topics(cluster)["stall-report"].partitions.values()], [(411,)])
+    assert replicas == [(411,)]
     assert ledger(cluster).moved_counts(PLAN_ID).get("stall-report") == 1
-    assert throttles_left(cluster) == []
+    assert settled(lambda: throttles_left(cluster), []) == []
     assert in_flight(cluster) == {}
 
 
@@ -90,10 +92,12 @@ def test_on_stall_cancel_cancels_cleanly(cluster):
         cancelled = [e for e in seen if e["event"] == "stall-cancelled"][0]
         assert cancelled["topic"] == "stall-cancel" and cancelled["partitions"] == [0]
         assert in_flight(cluster) == {}
-        assert throttles_left(cluster) == []  # on every live broker and topic
+        assert settled(lambda: throttles_left(cluster), []) == []  # on every live broker and topic
         # the dead broker's own throttle could not be removed: said so, left for a later run
         assert any(e["event"] == "warning" and "broker 517 did not answer" in e["message"] for e in seen)
-        assert [tuple(p.replicas) for p in topics(cluster)["stall-cancel"].partitions.values()] == [(205,)]
+        replicas = settled(lambda: [tuple(p.replicas) for p in topics(cluster)["stall-cancel"].partitions.values()],
+                           [(205,)])
+        assert replicas == [(205,)]
         assert "stall-cancel" not in ledger(cluster).moved_counts(PLAN_ID)
     finally:
         _restart_killed(cluster, 517)
@@ -106,7 +110,7 @@ def test_on_stall_cancel_cancels_cleanly(cluster):
     assert [t["kmigrate"] for t in st["throttles"]] == [True, True]
     r = kmigrate("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--cancel", "-O", "json")
     assert r.returncode == 0, r.stderr
-    assert throttles_left(cluster) == []
+    assert settled(lambda: throttles_left(cluster), []) == []
 
 
 def test_refuses_to_start_with_under_replicated_partitions(cluster):

@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from migrate.core.model import parse_rack, snapshot_from_json
 from migrate.core.plan.document import plan_from_json
+from cluster_waits import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -82,7 +83,15 @@ def work(cluster, tmp_path_factory):
         if i % 5000 == 0:
             producer.poll(0)
     assert producer.flush(120) == 0
-    time.sleep(2)
+    names = [t.topic for t in topics]
+
+    def in_sync() -> bool:  # the plan's durability audit reads the ISR: no partition may still be catching up
+        md = admin.list_topics(timeout=10)
+        return all(n in md.topics and md.topics[n].partitions and all(
+            p.leader >= 0 and sorted(p.isrs) == sorted(p.replicas) for p in md.topics[n].partitions.values())
+            for n in names)
+
+    wait_for(in_sync, what="every partition of the 22 topics led and fully in sync", timeout_s=60)
     return tmp
 
 
@@ -191,9 +200,12 @@ def test_topics_create_keeps_off_retiring_brokers(cluster, topic_name):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})
-    deadline = time.monotonic() + 30  # the broker this client asks may learn of the topic a moment later
-    while len((md := admin.list_topics(topic_name, timeout=10).topics[topic_name]).partitions) < 6 and time.monotonic() < deadline:
-        time.sleep(0.2)
+    # the broker this client asks may learn of the topic a moment later
+    def listed():
+        t = admin.list_topics(topic_name, timeout=10).topics[topic_name]
+        return t if len(t.partitions) >= 6 else None
+
+    md = wait_for(listed, what=f"6 partitions of {topic_name} in the metadata", timeout_s=30, interval_s=0.2)
     actual = [list(md.partitions[i].replicas) for i in range(6)]
     assert actual == doc["assignments"]
     racks = {b: cluster.broker_properties(b)["broker.rack"].split("/")[0] for b in (4, 5, 6)}
@@ -234,7 +246,14 @@ def test_degraded_cluster_is_an_error_not_forceable(cluster, work):
     pb = write_playbook(work, cluster)
     cluster.kill("kafka-3")
     try:
-        time.sleep(20)  # the controller notices the dead broker once its ZooKeeper session expires
+        # the controller notices the dead broker once its ZooKeeper session expires
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})
+
+        def noticed() -> bool:
+            md = admin.list_topics(timeout=10)
+            return 3 not in md.brokers and all(p.leader != 3 for t in md.topics.values() for p in t.partitions.values())
+
+        wait_for(noticed, what="the controller to drop dead broker 3 (no longer listed, leading nothing)", timeout_s=90)
         proc = kmigrate("plan", "--playbook", str(pb), "--force", "--output", "json")
         assert proc.returncode == 1
         codes = _codes(proc)

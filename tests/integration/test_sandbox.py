@@ -12,6 +12,7 @@ from kazoo.client import KazooClient
 
 from migrate.adapters.zookeeper import fourletter
 from migrate.adapters.kafka.client import TRUSTED_PRODUCER
+from cluster_waits import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -28,13 +29,12 @@ def _create_topic(cluster, name: str, partitions: int = 3, rf: int = 3, configs=
         [NewTopic(name, partitions, rf, config=configs or {})], operation_timeout=30
     )
     futures[name].result(timeout=60)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def led() -> bool:
         md = admin.list_topics(name, timeout=10).topics[name]
-        if md.error is None and len(md.partitions) == partitions and all(p.leader >= 0 for p in md.partitions.values()):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"topic {name} has no leaders after 60 s")
+        return md.error is None and len(md.partitions) == partitions and all(p.leader >= 0 for p in md.partitions.values())
+
+    wait_for(led, what=f"a leader for every partition of topic {name}", timeout_s=60, interval_s=0.2)
 
 
 def _produce(cluster, topic: str, count: int, start: int = 0) -> int:
@@ -106,10 +106,8 @@ def test_producing_survives_a_killed_broker_and_isr_recovers(cluster, topic_name
     # With 2 of 3 replicas left and min.insync.replicas=2, acks=all writes still succeed.
     assert _produce(cluster, topic_name, 1_000, start=1_000) == 1_000
     cluster.start("kafka-2")
-    deadline = time.monotonic() + 120
-    while not _isr_full(cluster, topic_name):
-        assert time.monotonic() < deadline, "partitions did not return to full ISR within 120 s"
-        time.sleep(1)
+    wait_for(lambda: _isr_full(cluster, topic_name), what=f"every partition of {topic_name} back to its full ISR",
+             timeout_s=120, interval_s=1)
     assert _consume_all(cluster, topic_name, 2_000) == {str(i) for i in range(2_000)}
 
 

@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from migrate.adapters.spark.session import SparkSettings, spark_session
 from migrate.files import client_settings
 from migrate.sandbox.testing import unique_topic
+from cluster_waits import wait_for
 from cli_support import run
 from migrate.adapters.kafka.offsets import KafkaSide
 
@@ -48,14 +49,13 @@ def admin(bs: str) -> AdminClient:
 def create(bs: str, name: str, partitions: int, config: dict | None = None, rf: int = 3) -> None:
     a = admin(bs)
     a.create_topics([NewTopic(name, partitions, rf, config=config or {})])[name].result(timeout=60)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def led() -> bool:
         t = a.list_topics(name, timeout=10).topics.get(name)
-        if t is not None and t.error is None and len(t.partitions) == partitions and all(
-                p.leader >= 0 for p in t.partitions.values()):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{name} has no leaders")
+        return t is not None and t.error is None and len(t.partitions) == partitions and all(
+            p.leader >= 0 for p in t.partitions.values())
+
+    wait_for(led, what=f"a leader for every partition of {name}", timeout_s=60, interval_s=0.2)
 
 
 def produce(bs: str, topic: str, count: int, partitions: int, size: int = 200, key_mod: int | None = None) -> None:
@@ -108,14 +108,13 @@ def reassign_all_to(cluster, brokers: tuple[int, ...], timeout_s: float = 300) -
                                      capture_output=True, text=True, timeout=120)
     r = tool("--bootstrap-server", bs, "--reassignment-json-file", str(f), "--execute")
     assert r.returncode == 0, r.stdout + r.stderr
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def complete() -> bool:
         r = tool("--bootstrap-server", bs, "--reassignment-json-file", str(f), "--verify")
-        if r.returncode == 0 and "is still in progress" not in r.stdout:
-            break
-        time.sleep(2)
-    else:
-        raise AssertionError("reassignment did not complete: " + r.stdout[-500:])
+        return r.returncode == 0 and "is still in progress" not in r.stdout
+
+    wait_for(complete, what=f"the reassignment of every partition to {brokers} to complete (kafka-reassign-partitions "
+             "--verify)", timeout_s=timeout_s, interval_s=2)
     return sorted(md.topics)
 
 
@@ -163,10 +162,8 @@ def produce_transactions(bs: str, topic: str) -> int:
             p.abort_transaction(60)
     # markers are written after the commit answers: wait until the last stable offset reaches the end
     side = KafkaSide(client_settings(bs))
-    deadline = time.monotonic() + 30
-    while side.offsets([(topic, 0)], "read_committed") != side.offsets([(topic, 0)], "read_uncommitted"):
-        assert time.monotonic() < deadline, "transaction markers not written"
-        time.sleep(0.2)
+    wait_for(lambda: side.offsets([(topic, 0)], "read_committed") == side.offsets([(topic, 0)], "read_uncommitted"),
+             what=f"the transaction markers of {topic}-0 (its last stable offset at its end)", timeout_s=30, interval_s=0.2)
     return committed
 
 
@@ -249,14 +246,15 @@ def test_records_produced_while_verifying_are_no_difference(cluster, spark, bs, 
     produce(bs, topic, 900, 3)
     f = tmp_path / "before.json"
     with Background(bs, topic, 3) as live:
-        time.sleep(1)
+        wait_for(lambda: live.sent >= 30, what="the live producer under way", timeout_s=30, interval_s=0.1)
         before = snapshot(capsys, bs, f, "--topic", topic)
         sent_at_snapshot = live.sent
         code, report, err = compare(capsys, f)
-        time.sleep(1)
+        ends = {p: x["end_offset"] for p, x in parts_of(before, topic).items()}
+        wait_for(lambda: all(_high_watermark(bs, topic, p) > ends[p] for p in ends),
+                 what="live records past the snapshot's end on every partition", timeout_s=30)
     assert code == 0, (report, err)
     assert live.sent > sent_at_snapshot  # records were really produced during the compare
-    ends = {p: x["end_offset"] for p, x in parts_of(before, topic).items()}
     hw = {p: _high_watermark(bs, topic, p) for p in ends}
     assert all(hw[p] > ends[p] for p in ends)  # the snapshot's ends were captured, not the live end
     assert report["summary"]["tail_records"] > 0
@@ -276,7 +274,7 @@ def test_compaction_between_snapshot_and_compare_is_no_difference(cluster, spark
     create(bs, topic, 1, {"cleanup.policy": "compact", "segment.ms": "1000", "min.cleanable.dirty.ratio": "0.01",
                           "min.compaction.lag.ms": "86400000"})
     produce(bs, topic, 500, 1, size=20, key_mod=10)
-    time.sleep(1.5)
+    time.sleep(1.5)  # segment.ms=1000 is the thing under test: the next record rolls a segment older than it
     produce(bs, topic, 1, 1, size=20, key_mod=1000)  # key "0" again: rolls the segment, so the first one can be cleaned
     f = tmp_path / "before.json"
     before = snapshot(capsys, bs, f, "--topic", topic)
@@ -287,9 +285,7 @@ def test_compaction_between_snapshot_and_compare_is_no_difference(cluster, spark
         "min.compaction.lag.ms": "0"})
     for fut in a.alter_configs([res]).values():
         fut.result(timeout=30)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and _count(bs, topic) >= 501:
-        time.sleep(2)
+    wait_for(lambda: _count(bs, topic) < 501, what=f"the log cleaner to clean {topic}", timeout_s=120, interval_s=1)
     assert _count(bs, topic) < 501, "the log cleaner did not run"
     code, report, err = compare(capsys, f)
     assert code == 0, (report, err)

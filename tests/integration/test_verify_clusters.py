@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from migrate.adapters.kafka.client import TRUSTED_PRODUCER
 from migrate.adapters.spark.session import SparkSettings, spark_session
 from migrate.sandbox.testing import running_sandbox, unique_topic
+from cluster_waits import wait_for
 from cli_support import run as run_cli
 
 pytestmark = pytest.mark.integration
@@ -54,13 +55,12 @@ def verify(capsys, clusters, *extra: str) -> tuple[int, dict, str]:
 def create(bs: str, name: str, partitions: int, config: dict | None = None) -> None:
     a = AdminClient({"bootstrap.servers": bs})
     a.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(timeout=60)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def led() -> bool:
         t = a.list_topics(name, timeout=10).topics.get(name)
-        if t is not None and t.error is None and all(p.leader >= 0 for p in t.partitions.values()):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{name} has no leader")
+        return t is not None and t.error is None and all(p.leader >= 0 for p in t.partitions.values())
+
+    wait_for(led, what=f"a leader for every partition of {name}", timeout_s=60, interval_s=0.2)
 
 
 def write(bs: str, topic: str, partitions: int, count: int, key_mod: int | None = None, start: int = 0,
@@ -204,11 +204,10 @@ def test_records_expired_on_the_source_only_are_reported_not_a_difference(cluste
         resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
             ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])
         a.incremental_alter_configs([resource])[resource].result(timeout=60)
-    deadline = time.monotonic() + 180
     wanted = {TopicPartition(t, p): OffsetSpec.earliest() for t in (expired, altered) for p in (0, 1)}
-    while {f.result(timeout=30).offset for f in a.list_offsets(wanted, request_timeout=30).values()} != {100}:
-        assert time.monotonic() < deadline, "retention did not delete the source's old segments"
-        time.sleep(1)
+    wait_for(lambda: {f.result(timeout=30).offset for f in a.list_offsets(wanted, request_timeout=30).values()} == {100},
+             what="retention to delete the source's old segments (earliest offset 100 everywhere)", timeout_s=180,
+             interval_s=1)
 
     code, report, err = verify(capsys, clusters, "--topic", expired)
     assert code == 0, [x["problems"] for x in report.get("partitions", [])] or err

@@ -25,6 +25,7 @@ from migrate.adapters.kafka.client import TRUSTED_PRODUCER
 from migrate.adapters.spark.session import SparkSettings, spark_session
 from migrate.sandbox.testing import unique_topic
 from cli_support import run
+from cluster_waits import wait_for
 from partitions_support import (MAPPING, admin, create_topic, drain, kmigrate_background, old_assignment,
                                 replicas_on, wait_for_event)
 
@@ -81,25 +82,27 @@ def log_starts(cluster, topic: str) -> dict[int, int] | None:
 
 
 def wait_for_expiry(cluster, topic: str, timeout_s: float = 180) -> None:
-    deadline = time.monotonic() + timeout_s
-    while (starts := log_starts(cluster, topic)) != {p: OLD_RECORDS for p in range(PARTITIONS)}:
-        assert time.monotonic() < deadline, f"retention did not delete the old segments of {topic}: {starts}"
-        time.sleep(1)
+    wait_for(lambda: log_starts(cluster, topic) == {p: OLD_RECORDS for p in range(PARTITIONS)},
+             what=f"retention to delete the old segments of {topic} (log start {OLD_RECORDS} on every partition)",
+             timeout_s=timeout_s, interval_s=1)
 
 
 def delete_records(cluster, tp: TopicPartition, timeout_s: float = 120) -> None:
     """delete_records, tried again while the partition's leader moves (the migration runs meanwhile)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def deleted() -> bool:
         a = admin(cluster)
         try:
             for f in a.delete_records([tp], request_timeout=60).values():
                 f.result(timeout=90)
-            return
+            return True
         except KafkaException as e:
-            if time.monotonic() > deadline or not (e.args[0].retriable() or e.args[0].code() in LEADER_MOVING):
+            if not (e.args[0].retriable() or e.args[0].code() in LEADER_MOVING):
                 raise
-            time.sleep(1)
+            return False
+
+    wait_for(deleted, what=f"delete_records on {tp.topic}-{tp.partition} (its leader moving)", timeout_s=timeout_s,
+             interval_s=1)
 
 
 def aged_topic(cluster, prefix: str) -> str:
@@ -195,10 +198,9 @@ def test_size_based_retention_is_named_as_such(cluster, spark, capsys, tmp_path)
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
         ConfigEntry("retention.bytes", "6000", incremental_operation=AlterConfigOpType.SET)])
     a.incremental_alter_configs([resource])[resource].result(timeout=60)
-    deadline = time.monotonic() + 180
-    while min(log_starts(cluster, topic).values()) == 0:
-        assert time.monotonic() < deadline, "retention.bytes deleted nothing"
-        time.sleep(1)
+    wait_for(lambda: (starts := log_starts(cluster, topic)) is not None and min(starts.values()) > 0,
+             what=f"retention.bytes to delete a segment of {topic}",
+             timeout_s=180, interval_s=1)
     code, report = compare(capsys, before)
     assert code == 0, [x["problems"] for x in report["partitions"]]
     assert report["summary"]["expired_records"] > 0 and report["summary"]["differing_records"] == 0

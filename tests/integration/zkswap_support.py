@@ -8,7 +8,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from kazoo.client import KazooClient
@@ -16,6 +15,7 @@ from kazoo.client import KazooClient
 from migrate.sandbox import Sandbox
 from migrate.sandbox.layout import ZkNode
 from migrate.core.zookeeper.config import DynamicConfig, parse_config
+from cluster_waits import wait_for
 
 _PARTITION_STATE = re.compile(r".*/brokers/topics/[^/]+/partitions/\d+/state$")
 # Kafka rewrites these itself (notifications, elections, broker sessions): not "data" of the change.
@@ -145,9 +145,4 @@ def restart_joiner_with(sandbox: Sandbox, z: ZkNode, dynamic: str) -> None:
 
 
 def wait_until(predicate, timeout_s: float = 60, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"{what} not reached within {timeout_s} s")
+    wait_for(predicate, what=what, timeout_s=timeout_s, interval_s=0.3)
