@@ -28,6 +28,7 @@ from migrate.adapters.kafka.local_cluster import produce_records
 from migrate.core.zookeeper.config import parse_server_line
 from migrate.files import client_settings
 from migrate.sandbox.demo import sandbox_playbook
+from cluster_waits import settled
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 
@@ -125,8 +126,15 @@ class Walk:
 
 def end_state(cluster) -> dict:
     """Where the old brokers' replicas are and which servers vote, read from the cluster itself."""
-    md = admin_client(client_settings(cluster.bootstrap_servers())).list_topics(timeout=30)
-    on_old = sorted(f"{n}-{p.id}" for n, t in md.topics.items() for p in t.partitions.values() if set(p.replicas) & set(OLD))
+    admin = admin_client(client_settings(cluster.bootstrap_servers()))
+    md = None
+
+    def replicas_on_old() -> list[str]:
+        nonlocal md
+        md = admin.list_topics(timeout=30)
+        return sorted(f"{n}-{p.id}" for n, t in md.topics.items() for p in t.partitions.values() if set(p.replicas) & set(OLD))
+
+    on_old = settled(replicas_on_old, [])  # read again while the brokers learn the last moves' metadata
     servers = [parse_server_line(ln) for ln in cluster.committed_zookeeper_config().splitlines() if ln.startswith("server.")]
     return {"on_old": on_old, "voters": sorted(s.id for s in servers if s.role == "participant"),
             "servers": sorted(s.id for s in servers), "topics": sorted(md.topics)}

@@ -32,6 +32,7 @@ from migrate.cli import main
 from migrate.core.zookeeper.config import parse_config
 from migrate.sandbox.demo import Demo
 from migrate.sandbox.testing import free_ip_prefix
+from cluster_waits import settled
 from partitions_support import (
     drain, events, kmigrate, kmigrate_background, replicas_on, throttles_left, under_replicated, wait_for_event,
 )
@@ -134,8 +135,9 @@ def _migrate(demo: Demo) -> dict:
     got["status"] = (status.returncode, status.stdout, status.stderr)
     got["throttles_after"] = throttles_left(demo.sandbox)
     got["rates_after"] = _rates_in_zookeeper(demo)
-    got["left_on_old"] = replicas_on(demo.sandbox, (1, 2))
-    got["under_replicated"] = under_replicated(demo.sandbox)
+    # read again while the brokers learn the last moves' metadata
+    got["left_on_old"] = settled(lambda: replicas_on(demo.sandbox, (1, 2)), [])
+    got["under_replicated"] = settled(lambda: under_replicated(demo.sandbox), [])
     got["canary"] = demo.canary.stop().to_dict()
     demo.canary = None
     new = ",".join(f"{z.host}:{z.client_port}" for z in demo.spec.zookeepers if z.joiner)
