@@ -1,19 +1,24 @@
 """pytest glue over ``migrate.sandbox.testing``: real ZooKeeper and Kafka processes, one cluster per module.
 
 Under pytest-xdist (``-n N --dist loadfile``) each module runs whole on one worker (its module-wide
-cluster is built once), each worker draws its clusters' loopback prefixes from its own slice of
-127.0.0.0/8 (``migrate.sandbox.testing.worker_octets``), and the heaviest modules start first.
+cluster is built once), together with the modules it shares a sandbox with (``SHARE_SANDBOX``); each
+worker draws its clusters' loopback prefixes from its own slice of 127.0.0.0/8
+(``migrate.sandbox.testing.worker_octets``); the heaviest modules start first.
 """
 
 from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
 
 import pytest
 
 from migrate.sandbox.testing import running_sandbox, unique_topic
 
 # Seconds each integration module takes alone on the 2-core machine (the lead's baseline of the whole
-# suite, one worker). Only the order matters: pytest-xdist's loadfile hands modules out in collection
-# order, so the longest go first and the run does not end with one worker busy alone on a long module.
+# suite, one worker). Only the order matters: pytest-xdist hands groups out in collection order, so the
+# longest go first and the run does not end with one worker busy alone on a long module.
 # An integration module not listed counts as 30 s, a unit module as 0 s: the unit tests fill the end.
 MODULE_SECONDS = {
     "test_end_to_end.py": 600,
@@ -27,29 +32,99 @@ MODULE_SECONDS = {
     "test_mirror_cutover.py": 96,
 }
 
+DEFAULT_SANDBOX = dict(zookeeper_ids=(1, 2, 3), spare_zookeeper_ids=(4, 5), broker_ids=(1, 2, 3), spare_broker_ids=(4, 5, 6))
+_SHARE_LINE = re.compile(r"""^SHARE_SANDBOX = ["']([\w-]+)["']""", re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_name(path: Path) -> str | None:
+    """The ``SHARE_SANDBOX`` a test module sets (read from its text: pytest-xdist's controller schedules
+    by node id and never imports the modules)."""
+    try:
+        found = _SHARE_LINE.search(path.read_text(encoding="utf-8"))
+    except OSError:
+        return None
+    return found.group(1) if found else None
+
+
+def _group(path: Path) -> str:
+    """Where a test module's tests run together: with the modules it shares a sandbox with, else alone."""
+    shared = _shared_name(path)
+    return f"sandbox {shared}" if shared else path.as_posix()
+
 
 @pytest.hookimpl(trylast=True)  # after pytest's own reordering by fixture: a module's tests keep their order
 def pytest_collection_modifyitems(session, config, items):
-    """The heaviest modules first (:data:`MODULE_SECONDS`); the order within a module is kept."""
+    """The heaviest groups first (:data:`MODULE_SECONDS`, summed over a group's modules); the tests of a
+    group stay together and the order within a module is kept."""
     position = {id(item): i for i, item in enumerate(items)}
+    first: dict[str, int] = {}
+    modules: dict[str, set] = {}
+    for i, item in enumerate(items):
+        first.setdefault(_group(item.path), i)
+        modules.setdefault(_group(item.path), set()).add(item.path)
 
-    def seconds(item) -> int:
-        return MODULE_SECONDS.get(item.path.name, 30 if "integration" in item.path.parts else 0)
+    def seconds(path: Path) -> int:
+        return MODULE_SECONDS.get(path.name, 30 if "integration" in path.parts else 0)
 
-    items.sort(key=lambda item: (-seconds(item), position[id(item)]))
+    weight = {g: sum(seconds(p) for p in paths) for g, paths in modules.items()}
+    items.sort(key=lambda item: (-weight[_group(item.path)], first[_group(item.path)], position[id(item)]))
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: pytest-xdist may be absent
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with the modules of one ``SHARE_SANDBOX`` as one unit, handed out in collection
+    order (the heaviest first, above), not xdist's default of the units with the most tests first."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    rootdir = config.rootpath
+
+    class ByModuleAndSharedSandbox(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(rootdir / nodeid.split("::", 1)[0])
+
+    config.option.loadscopereorder = False
+    return ByModuleAndSharedSandbox(config, log)
+
+
+@pytest.fixture(scope="session")
+def _shared_sandboxes():
+    """The sandboxes modules share (``SHARE_SANDBOX``), by name: [context, sandbox, spec, modules still to run]."""
+    pool: dict[str, list] = {}
+    yield pool
+    for context, *_ in pool.values():  # a module of the group was deselected or failed to set up
+        context.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="module")
-def cluster(request):
+def cluster(request, _shared_sandboxes):
     """A module-wide sandbox: 3 ZooKeeper voters, 2 joiners, 3 brokers and 3 spare brokers.
 
-    A module may set ``SANDBOX = dict(...)`` (SandboxSpec fields) to get another shape.
+    A module may set ``SANDBOX = dict(...)`` (SandboxSpec fields) to get another shape. Modules that
+    set the same ``SHARE_SANDBOX = "name"`` (and the same ``SANDBOX``) share one sandbox, started for the
+    first of them and stopped after the last: they run on one worker, one after the other.
     """
-    spec = getattr(request.module, "SANDBOX", None) or dict(
-        zookeeper_ids=(1, 2, 3), spare_zookeeper_ids=(4, 5), broker_ids=(1, 2, 3), spare_broker_ids=(4, 5, 6)
-    )
-    with running_sandbox(spec) as sandbox:
-        yield sandbox
+    spec = getattr(request.module, "SANDBOX", None) or DEFAULT_SANDBOX
+    name = getattr(request.module, "SHARE_SANDBOX", None)
+    if name is None:
+        with running_sandbox(spec) as sandbox:
+            yield sandbox
+        return
+    pool = _shared_sandboxes
+    if name not in pool:
+        modules = {item.module.__name__ for item in request.session.items
+                   if getattr(item.module, "SHARE_SANDBOX", None) == name}
+        context = running_sandbox(spec)
+        pool[name] = [context, context.__enter__(), spec, modules]
+    context, sandbox, shared_spec, modules = pool[name]
+    assert shared_spec == spec, f"the modules sharing the sandbox {name!r} ask different shapes: {shared_spec} and {spec}"
+    yield sandbox
+    modules.discard(request.module.__name__)
+    if not modules:
+        del pool[name]
+        context.__exit__(None, None, None)
 
 
 @pytest.fixture

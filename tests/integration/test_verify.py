@@ -21,13 +21,16 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from migrate.adapters.spark.session import SparkSettings, spark_session
 from migrate.files import client_settings
 from migrate.sandbox.testing import unique_topic
-from cluster_waits import wait_for
+from cluster_waits import settled, wait_for
 from cli_support import run
 from migrate.adapters.kafka.offsets import KafkaSide
 
 pytestmark = pytest.mark.integration
 
-SANDBOX = dict(zookeeper_ids=(1,), broker_ids=(1, 2, 3), spare_broker_ids=(4, 5, 6))
+# shared with test_verify_retention (its retention checked every second: nothing here is old enough to go)
+SANDBOX = dict(zookeeper_ids=(1,), broker_ids=(1, 2, 3), spare_broker_ids=(4, 5, 6),
+               kafka_settings={"log.retention.check.interval.ms": "1000"})
+SHARE_SANDBOX = "verify"
 MASTER = "local[2]"
 
 
@@ -189,8 +192,9 @@ def test_verify_passes_after_every_partition_moved_to_new_brokers(cluster, spark
     with Background(bs, plain, 6) as live:  # producers keep writing during the move
         topics = reassign_all_to(cluster, (4, 5, 6))
     assert plain in topics and "__consumer_offsets" in topics
-    md = admin(bs).list_topics(timeout=10)
-    replicas = {b for t in md.topics.values() for p in t.partitions.values() for b in p.replicas}
+    # read again while the brokers learn the last moves' metadata
+    replicas = settled(lambda: {b for t in admin(bs).list_topics(timeout=10).topics.values()
+                                for p in t.partitions.values() for b in p.replicas}, {4, 5, 6})
     assert replicas == {4, 5, 6}, replicas  # nothing left on the old brokers
     assert live.sent > 0
 

@@ -33,6 +33,7 @@ pytestmark = pytest.mark.integration
 
 SANDBOX = dict(zookeeper_ids=(1,), broker_ids=(1, 2, 3), spare_broker_ids=(4, 5, 6),
                kafka_settings={"log.retention.check.interval.ms": "1000"})
+SHARE_SANDBOX = "verify"  # with test_verify: its topics are its own, moved by names (--topics)
 MASTER = "local[2]"
 PARTITIONS, OLD_RECORDS, NEW_RECORDS = 3, 100, 60
 HOUR_MS = 3_600_000
