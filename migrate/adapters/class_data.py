@@ -15,6 +15,7 @@ java install, kept in ``cds/`` beside the fetched jars:
 3. Every later start maps that archive. One whose size is not the one its name records (truncated,
    replaced) is deleted and recorded again; a JVM that cannot use a mismatched archive (its jars or
    java changed under it) ignores it (``-Xshare:auto``), and the key of changed jars or java is a new key.
+   A recording that does not build is deleted, and the key is not recorded again for a day.
 
 ``KMIGRATE_SERVER_CDS=0`` turns it off. Files of other keys untouched for a week are deleted.
 """
@@ -130,6 +131,7 @@ def _build(java: str, class_path: str, folder: Path, key: str, recording: Path) 
                 log.debug("no class-data-sharing archive for %s: %s", key,
                           (built.stdout + built.stderr + (probe.stderr if probe else b""))[-300:])
                 recording.unlink(missing_ok=True)
+                (folder / f"{key}.failed").touch()  # not tried again for a day (_tidy deletes it)
                 return None
             final = folder / f"{key}.{dump.stat().st_size}.jsa"
             os.replace(dump, final)
@@ -154,6 +156,8 @@ def class_data_options(java: str, class_path: str, jar_dirs: list[Path], role: s
         archive = valid_archive(folder, key)
         if archive is None:
             _tidy(folder, key, now_s)
+            if (folder / f"{key}.failed").exists():
+                return []
             recordings = {r: st for r in folder.glob(f"{key}.*.classlist") if (st := _stat(r)) and st.st_size}
             running = _recorders(folder) if recordings else set()
             done = [r for r, st in recordings.items() if r.name not in running or now_s - st.st_mtime > _QUIET_AFTER_S]

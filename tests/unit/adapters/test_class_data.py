@@ -91,13 +91,14 @@ def test_a_build_under_way_elsewhere_starts_without_an_archive(jars):
     assert _options(jars)[0].startswith("-XX:SharedArchiveFile=")
 
 
-def test_a_recording_that_does_not_build_is_dropped(jars):
+def test_a_recording_that_does_not_build_is_dropped_and_not_recorded_again_for_a_day(jars):
     folder = jars.parent / "cds"
     first = _options(jars)
     Path(first[0].split("=", 1)[1]).write_text("@not-a-classlist-line\n")
     assert _options(jars) == []
     assert list(folder.glob("*.classlist")) == [] and list(folder.glob("*.jsa")) == []
-    assert _options(jars)[0].startswith("-XX:DumpLoadedClassList=")
+    assert _options(jars) == []  # no JVM records (nor a build runs) again that day
+    assert _options(jars, now_s=time.time() + 24 * 3600 + 60)[0].startswith("-XX:DumpLoadedClassList=")
 
 
 def test_the_key_follows_the_jars_and_the_role_and_old_keys_go_after_a_week(jars):
