@@ -84,6 +84,11 @@ class Throttles:
         self.emit = emit
         self.max_chars = max_chars
         self.brokers: set[int] = set()  # brokers whose rates this run set
+        # (broker, config) -> the value this run put back when it removed an earlier run's rate: the prior
+        # of its own rate there. A ZooKeeper-mode broker answers DescribeConfigs from a cache that a
+        # ZooKeeper notification updates a moment later, so reading it back could take the removed rate
+        # for someone else's and restore it at the end.
+        self.restored: dict[tuple[int, str], str | None] = {}
         self.ours: dict[tuple[str, str], set[str]] = {}  # (topic, config) -> entries this run appended
 
     # ------------------------------------------------------------------ sync
@@ -107,7 +112,8 @@ class Throttles:
             (lambda: self.admin.broker_dynamic_configs(todo, BROKER_THROTTLE_CONFIGS)) if todo else None,
         )
         out = [make_record(self.plan_id, "throttle-broker", f"{b}/{cfg}", now_s(), broker=b, config=cfg,
-                           value=self.rate, prior=(rates_now or {}).get(b, {}).get(cfg))
+                           value=self.rate, prior=self.restored[(b, cfg)] if (b, cfg) in self.restored
+                           else (rates_now or {}).get(b, {}).get(cfg))
                for b in todo for cfg in BROKER_THROTTLE_CONFIGS]
         out.extend(records)
         ops, added = self._operations(changes, current or {}, out)
@@ -231,6 +237,8 @@ def _clear_broker_rates(admin: ReassignmentAdmin, ledger: Ledger, plan_id: str, 
     for (b, cfg), action in sorted(actions.items()):
         if b in failed:
             continue  # still recorded as set: a later run tries again
+        if adopt is not None and cfg in changes.get(b, {}):
+            adopt.restored[(b, cfg)] = changes[b][cfg]
         records.append(make_record(plan_id, "throttle-cleared", f"{b}/{cfg}", now_s(), scope="broker", broker=b, config=cfg))
         emit(ThrottleCleared(scope="broker", broker=b, config=cfg, action=action))
     return records, problems
