@@ -39,6 +39,23 @@ def process_state(pid: int) -> str | None:
         return None
 
 
+def stopped(pid: int) -> bool:
+    """True once every thread of ``pid`` is stopped (``T``: a SIGSTOP is delivered to each thread as it next
+    leaves the kernel, so a busy JVM serves a moment after ``kill`` returned); False when it runs or is gone."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    states = []
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except (OSError, IndexError):
+            continue  # a thread that ended meanwhile
+    return bool(states) and all(state in ("T", "t") for state in states)
+
+
 def command_line(pid: int) -> list[str]:
     """The arguments of ``pid`` from /proc; empty when it is gone (or a kernel thread)."""
     try:

@@ -16,7 +16,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from migrate.adapters.processes import command_line, pid_alive, spawn, terminate
+from migrate.adapters.processes import command_line, pid_alive, spawn, stopped, terminate
 from migrate.errors import BadInput
 from migrate.sandbox.layout import SandboxSpec
 from migrate.waiting import poll
@@ -89,10 +89,13 @@ class NodeProcesses:
         self.started_s[node.name] = time.monotonic()
 
     def signal(self, node: NodeState, sig: int) -> None:
-        """Send ``sig`` to a running node; BadInput when it is not running."""
+        """Send ``sig`` to a running node; BadInput when it is not running. A SIGSTOP returns once every
+        thread of the node has stopped (a hung host answers nothing from then on)."""
         if not self.is_alive(node):
             raise BadInput(f"{node.name} is not running: start it with kmigrate sandbox restart {node.name}")
         os.kill(node.pid, sig)  # type: ignore[arg-type]
+        if sig == signal.SIGSTOP and not poll(lambda: stopped(node.pid), timeout_s=10, interval_s=0.05):  # type: ignore[arg-type]
+            raise RuntimeError(f"{node.name} (pid {node.pid}) did not stop within 10 s of SIGSTOP")
 
     def stop(self, nodes: list[NodeState], timeout_s: float) -> None:
         """Stop running ``nodes`` together: SIGTERM to each, then wait for each in turn up to ``timeout_s``

@@ -187,13 +187,14 @@ class MirrorMaker2(Engine):
         return connect_configs(req, tasks, out)
 
 
-def _refuse_if_refused(mm: MirrorMakerProcess, target: ClientSettings, log_from: int, timeout_s: float = 30.0) -> None:
-    """Wait (at most ``timeout_s``) until MirrorMaker 2's worker has started what it was given; if it
-    logged a refused right by then (one kmigrate could not ask the brokers about first: the transactional
-    ids of its exactly-once), stop it and say which right and how to grant it (StepFailed). Only what
-    this start logged counts (``log_from``: the log's size before it)."""
-    poll(lambda: STARTED_MARKER in mm.log_text(log_from) or authorization_refusals(mm.log_text(log_from)),
-         timeout_s=timeout_s, interval_s=0.5)
+def _refuse_if_refused(mm: MirrorMakerProcess, target: ClientSettings, log_from: int, timeout_s: float = 120.0) -> None:
+    """Wait (at most ``timeout_s``: on a busy host its worker takes well over 30 s) until MirrorMaker 2's
+    worker has started what it was given, or has exited; if it logged a refused right by then (one kmigrate
+    could not ask the brokers about first: the transactional ids of its exactly-once), stop it and say which
+    right and how to grant it (StepFailed). Only what this start logged counts (``log_from``: the log's size
+    before it)."""
+    poll(lambda: STARTED_MARKER in mm.log_text(log_from) or authorization_refusals(mm.log_text(log_from))
+         or mm.pid() is None, timeout_s=timeout_s, interval_s=0.5)
     refusals = authorization_refusals(mm.log_text(log_from))
     if refusals:
         mm.stop()

@@ -10,8 +10,9 @@ import sys
 import time
 
 from migrate.adapters.processes import (
-    command_line, find_pid, pid_alive, process_state, read_pid_file, reap, spawn, terminate, write_pid_file,
+    command_line, find_pid, pid_alive, process_state, read_pid_file, reap, spawn, stopped, terminate, write_pid_file,
 )
+from migrate.waiting import poll
 
 
 def test_a_spawned_process_runs_detached_with_its_output_in_the_log(tmp_path):
@@ -111,3 +112,19 @@ def test_terminate_of_a_process_already_gone_is_no_error(tmp_path):
     proc = _child("pass", tmp_path)
     proc.wait()
     assert [r.how for r in terminate(proc.pid, timeout_s=1)] == ["SIGTERM"]
+
+
+def test_stopped_is_true_only_once_every_thread_has_stopped(tmp_path):
+    script = "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\ntime.sleep(60)\n"
+    child = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        assert poll(lambda: len(os.listdir(f"/proc/{child.pid}/task")) >= 2, timeout_s=10, interval_s=0.05)
+        assert not stopped(child.pid)
+        os.kill(child.pid, signal.SIGSTOP)
+        assert poll(lambda: stopped(child.pid), timeout_s=10, interval_s=0.05)
+        os.kill(child.pid, signal.SIGCONT)
+        assert poll(lambda: not stopped(child.pid), timeout_s=10, interval_s=0.05)
+    finally:
+        child.kill()
+        child.wait()
+    assert not stopped(child.pid)  # gone
