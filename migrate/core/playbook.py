@@ -120,15 +120,67 @@ class MigrationSettings:
     rack_separator: str = DEFAULT_RACK_SEPARATOR
 
 
+DEFAULT_CONTROLLER_LISTENER = "CONTROLLER"
+DEFAULT_CONTROLLER_PORT = 9093
+DEFAULT_METADATA_LOG_DIR = "/var/lib/kafka/kraft-metadata"
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass(frozen=True)
+class KraftController:
+    """One planned KRaft controller: its ``node.id``, the host it runs on and its controller listener's port."""
+
+    id: int
+    host: str
+    port: int = DEFAULT_CONTROLLER_PORT
+
+    @property
+    def address(self) -> str:
+        """``host:port`` (an IPv6 host in brackets)."""
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    @property
+    def voter(self) -> str:
+        """This controller in ``controller.quorum.voters`` form: ``id@host:port``."""
+        return f"{self.id}@{self.address}"
+
+
+@dataclass(frozen=True)
+class KraftSettings:
+    """The ``kraft:`` section: where ZooKeeper mode goes to KRaft (KIP-866). ``controllers`` sorted by id,
+    ids distinct; ``listener_name`` the controller listener (``controller.listener.names``), its
+    ``security_protocol`` (``listener.security.protocol.map``) and ``metadata_log_dir`` (``metadata.log.dir``)."""
+
+    controllers: tuple[KraftController, ...]
+    listener_name: str = DEFAULT_CONTROLLER_LISTENER
+    listener_port: int = DEFAULT_CONTROLLER_PORT
+    security_protocol: str = "PLAINTEXT"
+    metadata_log_dir: str = DEFAULT_METADATA_LOG_DIR
+
+    @property
+    def controller_ids(self) -> tuple[int, ...]:
+        return tuple(c.id for c in self.controllers)
+
+    @property
+    def quorum_voters(self) -> str:
+        """``controller.quorum.voters``: ``3001@c1:9093,3002@c2:9093,...``."""
+        return ",".join(c.voter for c in self.controllers)
+
+    def controller(self, node_id: int) -> KraftController | None:
+        return next((c for c in self.controllers if c.id == node_id), None)
+
+
 @dataclass(frozen=True)
 class Playbook:
-    """A validated playbook. ``source`` is the name used in messages (the file name)."""
+    """A validated playbook. ``source`` is the name used in messages (the file name); ``kraft`` is
+    ``None`` when the playbook has no ``kraft:`` section."""
 
     source: str
     kafka: KafkaSettings
     zookeeper: ZooKeeperSettings
     brokers: BrokerSettings = field(default_factory=BrokerSettings)
     migration: MigrationSettings = field(default_factory=MigrationSettings)
+    kraft: KraftSettings | None = None
 
 
 # --------------------------------------------------------------------------- throttle
@@ -348,10 +400,39 @@ def _build(doc: dict[str, Any], where: str) -> Playbook:
     )
     if migration.bookkeeping_topic in (".", ".."):
         raise _fail(where, "migration.bookkeeping_topic", "'.' and '..' are not topic names")
+    kraft = _build_kraft(doc["kraft"], where) if doc.get("kraft") is not None else None
     return Playbook(
         source=where[len("playbook ") :],
         kafka=kafka,
         zookeeper=zookeeper,
         brokers=BrokerSettings(mapping=mapping, new=new, keep=tuple(sorted(keep))),
         migration=migration,
+        kraft=kraft,
+    )
+
+
+def _build_kraft(k: dict[str, Any], where: str) -> KraftSettings:
+    """The ``kraft:`` section (already schema-checked): ids and addresses distinct, the listener port not
+    reused as another controller's."""
+    port = k.get("listener_port", DEFAULT_CONTROLLER_PORT)
+    controllers: list[KraftController] = []
+    ids: dict[int, int] = {}
+    addresses: dict[str, int] = {}
+    for i, c in enumerate(k["controllers"]):
+        ctrl = KraftController(id=c["id"], host=c["host"].strip("[]"), port=c.get("port", port))
+        if ctrl.id in ids:
+            raise _fail(where, f"kraft.controllers[{i}].id",
+                        f"controller id {ctrl.id} is listed twice (also kraft.controllers[{ids[ctrl.id]}]): give each controller its own node.id")
+        if ctrl.address in addresses:
+            raise _fail(where, f"kraft.controllers[{i}]",
+                        f"{ctrl.address} is also kraft.controllers[{addresses[ctrl.address]}]: give each controller its own host or port")
+        ids[ctrl.id] = i
+        addresses[ctrl.address] = i
+        controllers.append(ctrl)
+    return KraftSettings(
+        controllers=tuple(sorted(controllers, key=lambda c: c.id)),
+        listener_name=k.get("listener_name", DEFAULT_CONTROLLER_LISTENER),
+        listener_port=port,
+        security_protocol=k.get("security_protocol", "PLAINTEXT"),
+        metadata_log_dir=k.get("metadata_log_dir", DEFAULT_METADATA_LOG_DIR).rstrip("/") or "/",
     )

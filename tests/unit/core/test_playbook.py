@@ -107,7 +107,7 @@ ERRORS = [
     ("- kafka", " is not a YAML mapping (it is a list)"),
     ("just text", " is not a YAML mapping (it is 'just text')"),
     ("", " is empty"),
-    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: z}\nbogus: 1", ": unknown field 'bogus' (allowed: brokers, kafka, migration, zookeeper)"),
+    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: z}\nbogus: 1", ": unknown field 'bogus' (allowed: brokers, kafka, kraft, migration, zookeeper)"),
 ]
 
 
@@ -115,6 +115,67 @@ ERRORS = [
 def test_every_error_is_one_line_naming_the_field(text, expected):
     with pytest.raises(BadInput) as exc:
         parse_playbook(textwrap.dedent(text), "bad.yaml")
+    msg = exc.value.message
+    assert "\n" not in msg
+    assert msg.startswith("playbook bad.yaml" + expected), msg
+
+
+# --------------------------------------------------------------------------- kraft:
+
+
+def test_kraft_playbook_loads(kb):
+    from migrate.core.playbook import KraftController
+
+    pb = load_playbook(kb.repo / "playbooks" / "kraft.yaml")
+    k = pb.kraft
+    assert k is not None
+    assert k.controllers == (KraftController(3001, "kraft1.ad1.example.internal", 9093),
+                             KraftController(3002, "kraft2.ad2.example.internal", 9093),
+                             KraftController(3003, "kraft3.ad3.example.internal", 9093))
+    assert k.quorum_voters == ("3001@kraft1.ad1.example.internal:9093,3002@kraft2.ad2.example.internal:9093,"
+                               "3003@kraft3.ad3.example.internal:9093")
+    assert (k.listener_name, k.listener_port, k.security_protocol, k.metadata_log_dir) == (
+        "CONTROLLER", 9093, "PLAINTEXT", "/var/lib/kafka/kraft-metadata")
+    assert pb.brokers.mapping == {1: 4, 2: 5, 3: 6}
+    assert not pb.zookeeper.add and not pb.zookeeper.remove  # ZooKeeper is retired, not swapped
+    assert load_playbook(kb.repo / "playbooks" / "sandbox.yaml").kraft is None
+
+
+def test_kraft_defaults_sorted_ids_and_ipv6():
+    pb = parse_playbook(BASE + """
+kraft:
+  controllers: [{id: 12, host: c2, port: 19093}, {id: 11, host: "[::1]"}]
+  listener_port: 9094
+  security_protocol: SASL_SSL
+  metadata_log_dir: /data/kraft/
+""", "p.yaml")
+    assert [(c.id, c.address) for c in pb.kraft.controllers] == [(11, "[::1]:9094"), (12, "c2:19093")]
+    assert pb.kraft.listener_name == "CONTROLLER" and pb.kraft.security_protocol == "SASL_SSL"
+    assert pb.kraft.metadata_log_dir == "/data/kraft"
+    assert pb.kraft.controller(12).voter == "12@c2:19093" and pb.kraft.controller(13) is None
+
+
+KRAFT_ERRORS = [
+    ("kraft: {}", ": kraft: missing required field 'controllers'"),
+    ("kraft: {controllers: []}", ": kraft.controllers: expected a non-empty list of KRaft controllers"),
+    ("kraft: {controllers: [{id: -1, host: c}]}", ": kraft.controllers[0].id: expected an integer KRaft node id (0 or more), got -1"),
+    ("kraft: {controllers: [{id: x, host: c}]}", ": kraft.controllers[0].id: expected an integer KRaft node id (0 or more), got 'x'"),
+    ("kraft: {controllers: [{id: 1}]}", ": kraft.controllers[0]: missing required field 'host'"),
+    ("kraft: {controllers: [{id: 1, host: c, rack: x}]}", ": kraft.controllers[0]: unknown field 'rack' (allowed: host, id, port)"),
+    ("kraft: {controllers: [{id: 1, host: c}, {id: 1, host: d}]}", ": kraft.controllers[1].id: controller id 1 is listed twice (also kraft.controllers[0])"),
+    ("kraft: {controllers: [{id: 1, host: c}, {id: 2, host: c}]}", ": kraft.controllers[1]: c:9093 is also kraft.controllers[0]"),
+    ("kraft: {controllers: [{id: 1, host: c}], listener_name: 'CON TROLLER'}", ": kraft.listener_name: expected a listener name such as CONTROLLER"),
+    ("kraft: {controllers: [{id: 1, host: c}], listener_port: 0}", ": kraft.listener_port: expected a port number (1-65535), got 0"),
+    ("kraft: {controllers: [{id: 1, host: c}], security_protocol: TLS}", ": kraft.security_protocol: expected one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, got 'TLS'"),
+    ("kraft: {controllers: [{id: 1, host: c}], metadata_log_dir: data/kraft}", ": kraft.metadata_log_dir: expected an absolute directory path"),
+    ("kraft: {controllers: [{id: 1, host: c}], voters: x}", ": kraft: unknown field 'voters' (allowed: controllers, listener_name, listener_port, metadata_log_dir, security_protocol)"),
+]
+
+
+@pytest.mark.parametrize("text, expected", KRAFT_ERRORS, ids=[e[1][:50] for e in KRAFT_ERRORS])
+def test_every_kraft_error_is_one_line_naming_the_field(text, expected):
+    with pytest.raises(BadInput) as exc:
+        parse_playbook(BASE + text, "bad.yaml")
     msg = exc.value.message
     assert "\n" not in msg
     assert msg.startswith("playbook bad.yaml" + expected), msg
