@@ -38,6 +38,7 @@ from migrate.core.plan.document import (
     compute_plan_id,
     reassignment_json,
 )
+from migrate.core.kraft.runbook import kraft_steps, numbered, upgrade_steps
 from migrate.core.ledger import DEFAULT_TOPIC
 from migrate.core.playbook import DEFAULT_THROTTLE_BYTES_PER_S, Playbook
 
@@ -222,6 +223,20 @@ def build_runbook(
     return tuple(RunbookStep(i + 1, a, cmd, d, chk) for i, (a, cmd, d, chk) in enumerate(steps))
 
 
+def with_kraft(runbook: Sequence[RunbookStep], snapshot: ClusterSnapshot, playbook: Playbook) -> tuple[RunbookStep, ...]:
+    """``runbook`` with the KRaft migration of ``playbook.kraft`` (``migrate.core.kraft.runbook``): the upgrade to
+    3.9 right after the audit when the cluster needs it, the migration after the plan's own steps."""
+    assert playbook.kraft is not None
+    bootstrap, command_config = playbook.kafka.bootstrap_servers, playbook.kafka.command_config
+    rows = [(s.actor, s.command, s.description, s.check) for s in runbook]
+    rows[1:1] = upgrade_steps(snapshot, bootstrap, command_config)
+    rows += kraft_steps(playbook.kraft, cluster_id=snapshot.cluster_id,
+                        zookeeper_servers=tuple(s.id for s in snapshot.zookeeper.servers),
+                        zookeeper_connect=playbook.zookeeper.connect, playbook_file=playbook.source,
+                        bootstrap=bootstrap, command_config=command_config)
+    return numbered(rows, 1)
+
+
 # --------------------------------------------------------------------------- the plan
 
 
@@ -282,6 +297,11 @@ def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bo
     runbook = build_runbook(zk, mapping, new_brokers, {b: racks.get(b) for b in new_brokers},
                             has_moves=bool(moves), plan_file=plan_file, playbook_file=playbook.source,
                             bootstrap=playbook.kafka.bootstrap_servers, command_config=playbook.kafka.command_config)
+    if playbook.kraft is not None:
+        runbook = with_kraft(runbook, snapshot, playbook)
+        if zk is not None:
+            warnings.append("the playbook both changes the ZooKeeper servers (zookeeper.add / remove) and leaves "
+                            "ZooKeeper (kraft:): the swap is work thrown away; drop zookeeper.add and remove")
     return Plan(
         plan_id=compute_plan_id(snapshot.cluster_id, mapping, moves, zk, presorted=True),
         cluster_id=snapshot.cluster_id,
