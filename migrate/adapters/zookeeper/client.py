@@ -482,3 +482,18 @@ class WriteProbe:
 def new_marker(prefix: str) -> str:
     """A unique znode path under ``/kmigrate`` for a sentinel or a probe."""
     return f"/kmigrate/{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def sasl_owners(hosts: str, chroot: str, auth: list | None, broker_ids: list[int], timeout_s: float = 15.0) -> tuple[str, ...]:
+    """The SASL identities the ACLs of the brokers' registration znodes (``<chroot>/brokers/ids/N``) name, sorted:
+    with ``zookeeper.set.acl=true`` and a SASL login, each broker creates its znodes owned by ``sasl:<user>``; empty
+    when they are open or owned by another scheme. BadInput when ZooKeeper cannot be reached or refuses the login."""
+    owners: set[str] = set()
+    with ZooKeeper.connect(hosts, auth, timeout_s) as zk:
+        for b in broker_ids:
+            try:
+                acls, _stat = zk._zk.get_acls(f"{chroot}/brokers/ids/{b}")
+            except NoNodeError:
+                continue
+            owners |= {a.id.id for a in acls if a.id.scheme == "sasl"}
+    return tuple(sorted(owners))

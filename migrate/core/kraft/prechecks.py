@@ -75,14 +75,18 @@ class PrecheckInputs:
     """Everything the pre-check reads. ``broker_configs``: each live broker's static configs by id (values as
     DescribeConfigs gives them; ``None`` for a secret); ``controller_ids``: the planned ``node.id`` values;
     ``controller_configs``: each planned controller's rendered properties by id; ``future_broker_ids``: broker
-    ids the playbook brings (``brokers.mapping`` targets, ``brokers.new``)."""
+    ids the playbook brings (``brokers.mapping`` targets, ``brokers.new``); ``controller_addresses``: each planned
+    controller's ``(host, port)``. ``controller_configs`` is ``None`` when they could not be rendered
+    (``not_rendered`` says why): the checks that read them then fail with that reason."""
 
     snapshot: ClusterSnapshot
     broker_configs: Mapping[int, Mapping[str, str | None]]
     controller_ids: tuple[int, ...]
-    controller_configs: Mapping[int, Mapping[str, str]]
+    controller_configs: Mapping[int, Mapping[str, str]] | None
     future_broker_ids: tuple[int, ...] = ()
     zookeeper_login: ZooKeeperLogin = field(default_factory=ZooKeeperLogin)
+    controller_addresses: Mapping[int, tuple[str, int]] = field(default_factory=dict)
+    not_rendered: str = ""
 
 
 def _ids(ids: Iterable[int]) -> str:
@@ -290,7 +294,18 @@ def check_zookeeper_security(broker_configs: Mapping[int, Mapping[str, str | Non
 
 
 # --------------------------------------------------------- 7. dedicated controllers
-def check_dedicated(controller_ids: Sequence[int], controller_configs: Mapping[int, Mapping[str, str]]) -> Check:
+def check_dedicated(controller_ids: Sequence[int], controller_configs: Mapping[int, Mapping[str, str]],
+                    snapshot: ClusterSnapshot | None = None,
+                    controller_addresses: Mapping[int, tuple[str, int]] | None = None) -> Check:
+    """Every planned controller runs ``process.roles=controller`` alone, and none is planned on a broker's own
+    listener (``host:port``): a node both broker and controller (combined mode) cannot be migrated."""
+    brokers = {(b.host, b.port): b.id for b in snapshot.brokers} if snapshot is not None else {}
+    for cid, address in sorted((controller_addresses or {}).items()):
+        if address in brokers:
+            return Check("dedicated_controllers", False,
+                         f"controller {cid} is planned at {address[0]}:{address[1]}, the listener of broker "
+                         f"{brokers[address]}: run each controller as its own process (process.roles=controller) on a "
+                         "port of its own; combined mode is not supported by the migration")
     missing = sorted(set(controller_ids) - set(controller_configs))
     if missing:
         return Check("dedicated_controllers", False,
@@ -309,14 +324,20 @@ def check_dedicated(controller_ids: Sequence[int], controller_configs: Mapping[i
 def run_prechecks(inputs: PrecheckInputs) -> tuple[Check, ...]:
     """Every check, in the order of :data:`CHECKS`."""
     s = inputs.snapshot
+    configs = inputs.controller_configs
+    if configs is None:
+        why = f"the controllers' config could not be rendered ({inputs.not_rendered or 'unknown reason'}): not checked"
+        later = (Check("zookeeper_security", False, why), Check("dedicated_controllers", False, why))
+    else:
+        later = (check_zookeeper_security(inputs.broker_configs, configs, inputs.zookeeper_login),
+                 check_dedicated(inputs.controller_ids, configs, s, inputs.controller_addresses))
     return (
         check_versions(s),
         check_broker_ids(s, inputs.broker_configs),
         check_assigned_brokers(s),
         check_controller_ids(s, inputs.controller_ids, inputs.future_broker_ids),
         check_reassignments(s),
-        check_zookeeper_security(inputs.broker_configs, inputs.controller_configs, inputs.zookeeper_login),
-        check_dedicated(inputs.controller_ids, inputs.controller_configs),
+        *later,
     )
 
 

@@ -159,5 +159,18 @@ def test_combined_controllers_are_refused(roles):
             "dedicated controllers (process.roles=controller)")
 
 
+def test_a_controller_on_a_brokers_own_listener_is_combined_mode():
+    ins = replace(inputs(), controller_addresses={3001: ("c1", 9093), 3002: ("b2", 9092)})
+    refused(ins, "dedicated_controllers", "controller 3002 is planned at b2:9092, the listener of broker 2")
+    assert all(c.ok for c in run_prechecks(replace(ins, controller_addresses={3002: ("b2", 9093)})))
+
+
+def test_configs_that_could_not_be_rendered_fail_the_checks_that_read_them():
+    checks = run_prechecks(replace(inputs(controllers=(2, 3001)), controller_configs=None,
+                                   not_rendered="controller id 2 is also a broker id"))
+    assert [c.name for c in checks if not c.ok] == ["controller_ids", "zookeeper_security", "dedicated_controllers"]
+    assert checks[-1].message.startswith("the controllers' config could not be rendered (controller id 2 is also")
+
+
 def test_no_live_broker_is_a_refusal_not_a_pass():
     refused(inputs(cluster(dead=BROKERS), brokers={}), "versions", "no live broker found")
