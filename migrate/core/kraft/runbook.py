@@ -9,7 +9,8 @@ followed by the gate kmigrate reads from the cluster:
    the pre-check, a ``verify`` snapshot, each controller (its config, ``kafka-storage format``, start), the
    quorum gate, broker roll 1 (migration settings) and its gate (dual-write), broker roll 2 (KRaft brokers)
    and its gate, the soak (``kraft status``, ``verify compare``, the canary; ``kraft rollback`` is possible
-   until here), the point of no return, finalize, the controllers' roll and ZooKeeper's retirement.
+   until here), the point of no return, finalize (the controllers' roll without the migration flag) and
+   ZooKeeper's retirement.
 
 The commands are :data:`KRAFT_COMMANDS`; steps are :class:`~migrate.core.plan.document.RunbookStep`.
 No I/O.
@@ -31,7 +32,7 @@ KRAFT_COMMANDS = {
     "controller_config": "kmigrate kraft controller-config {id} --playbook {playbook}",
     "status": "kmigrate kraft status --playbook {playbook}",
     "broker_config": "kmigrate kraft broker-config {id} --phase {phase} --playbook {playbook}",
-    "finalize": "kmigrate kraft finalize --playbook {playbook}",
+    "finalize": "kmigrate kraft controller-config {id} --finalize --playbook {playbook}",
     "rollback": "kmigrate kraft rollback --playbook {playbook}",
     "verify_snapshot": "kmigrate verify snapshot -o before-kraft.json --bootstrap-server {bootstrap}",
     "verify_compare": "kmigrate verify compare before-kraft.json",
@@ -157,13 +158,11 @@ def kraft_steps(
          "After the next step there is no way back: the controllers stop writing to ZooKeeper, rollback is refused, "
          "and ZooKeeper's copy of the metadata goes stale. Go on only once the soak is clean.",
          "the soak above is clean and you choose to leave ZooKeeper for good"),
-        ("kmigrate", c["finalize"],
-         "Refused unless every broker is a KRaft broker and healthy (Kafka itself may finalize too early, "
-         "KAFKA-20960); prints each controller's config without the migration flag and without zookeeper.*.",
-         "exit 0: every broker KRaft and healthy"),
-        ("operator", "rolling restart of the controllers with the finalized config",
-         f"Replace each controller's server.properties with what finalize printed and restart them one at a time, "
-         f"the active controller last; after each, run `{c['status']}` before the next.",
+        ("operator", "rolling restart of the controllers with the finalized config (finalize)",
+         f"For each controller C, the active controller last: `{c['finalize'].format(id='C')} > controller-C.properties` "
+         "prints its config without the migration flag and without zookeeper.* (refused unless every broker is a "
+         "KRaft broker and healthy: Kafka itself may finalize too early, KAFKA-20960); restart C with it, then run "
+         f"`{c['status']}` before the next.",
          "phase finalized: a leader, every controller caught up, no write to ZooKeeper"),
     ]
     zk = f"ZooKeeper servers {_ids(zookeeper_servers)}" if zookeeper_servers else f"the ZooKeeper ensemble ({zookeeper_connect})"

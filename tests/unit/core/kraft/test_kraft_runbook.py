@@ -51,8 +51,7 @@ def test_leaving_zookeeper_only_gives_every_phase_in_order_with_its_gate():
         status,
         "kmigrate verify compare before-kraft.json",
         POINT_OF_NO_RETURN,
-        f"kmigrate kraft finalize --playbook {pb}",
-        "rolling restart of the controllers with the finalized config",
+        "rolling restart of the controllers with the finalized config (finalize)",
         "retire ZooKeeper servers 1, 2, 3",
     ]
     first = steps[3].description
@@ -68,7 +67,8 @@ def test_leaving_zookeeper_only_gives_every_phase_in_order_with_its_gate():
     rollback = KRAFT_COMMANDS["rollback"].format(playbook=pb)
     assert [s.number for s in steps if rollback in s.description] == [12]  # offered during the soak, before the point
     assert "no way back" in steps[12].description and "rollback is refused" in steps[12].description
-    assert "every broker is a KRaft broker and healthy" in steps[13].description
+    assert f"kmigrate kraft controller-config C --finalize --playbook {pb} > controller-C.properties" in steps[13].description
+    assert "refused unless every broker is a KRaft broker and healthy" in steps[13].description
 
 
 def test_a_cluster_before_3_9_upgrades_first_as_its_own_rolling_restarts():
