@@ -12,6 +12,7 @@ brokers report them (describe_configs on brokers and topics).
 from __future__ import annotations
 
 import json
+import os
 import signal
 
 import pytest
@@ -247,9 +248,15 @@ def test_cancel_reverts_every_kmigrate_move_and_stops_the_running_run(cluster):
 def test_a_second_run_is_refused_while_one_is_moving(cluster):
     names = _slow_topics(cluster, "ov", 1)
     proc, seen = _start(cluster, "ov")
-    runs_before = set(ledger(cluster).runs())
-    r = kmigrate("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--mapping", MAPPING,
-                 "--topics", "ov-.*", "--throttle", "1MB/s")
+    # held (SIGSTOP) while the second run looks: alive and moving, but it cannot finish its 12 MB first (on a
+    # busy host the second run's start took longer than the copy); the brokers copy on meanwhile
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        runs_before = set(ledger(cluster).runs())
+        r = kmigrate("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--mapping", MAPPING,
+                     "--topics", "ov-.*", "--throttle", "1MB/s")
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
     assert r.returncode == 2, r.stdout + r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "another kmigrate partitions run" in lines[0], r.stderr

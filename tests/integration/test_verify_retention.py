@@ -88,7 +88,7 @@ def wait_for_expiry(cluster, topic: str, timeout_s: float = 180) -> None:
              timeout_s=timeout_s, interval_s=1)
 
 
-def delete_records(cluster, tp: TopicPartition, timeout_s: float = 120) -> None:
+def delete_records(cluster, tp: TopicPartition, timeout_s: float = 240) -> None:
     """delete_records, tried again while the partition's leader moves (the migration runs meanwhile)."""
 
     def deleted() -> bool:
@@ -98,7 +98,9 @@ def delete_records(cluster, tp: TopicPartition, timeout_s: float = 120) -> None:
                 f.result(timeout=90)
             return True
         except KafkaException as e:
-            if not (e.args[0].retriable() or e.args[0].code() in LEADER_MOVING):
+            # REQUEST_TIMED_OUT: the leader moved its log start but a replica being added had not fetched it
+            # within the request's time (its fetches throttled); asked again, it answers once that one has
+            if not (e.args[0].retriable() or e.args[0].code() in LEADER_MOVING + (KafkaError.REQUEST_TIMED_OUT,)):
                 raise
             return False
 

@@ -14,6 +14,8 @@ import pytest
 
 from migrate.adapters.class_data import QUIET, _UNUSED_S, archive_key, class_data_options
 from migrate.adapters.jars import Distribution, find_java
+from migrate.adapters.processes import command_line
+from migrate.waiting import poll
 
 ROLE = "org.example.Server"
 
@@ -69,7 +71,8 @@ def test_a_recording_still_written_waits_unless_quiet_for_a_minute(jars):
     recording.write_text("java/lang/Object id: 0\n")
     # a running process names it on its command line (as the recording JVM does): not complete yet
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", first[0]])
-    try:
+    try:  # until it has exec'd, the child's command line is still this test's (seen on a busy host)
+        assert poll(lambda: first[0] in command_line(holder.pid), timeout_s=30, interval_s=0.05)
         again = _options(jars)
         assert again[0].startswith("-XX:DumpLoadedClassList=") and again != first  # a second recording
         Path(again[0].split("=", 1)[1]).unlink(missing_ok=True)
