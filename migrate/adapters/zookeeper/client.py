@@ -376,6 +376,21 @@ def broker_config_znodes(hosts: str, chroot: str, auth: list | None, brokers: li
         return {b: zk.read(f"{chroot}/config/brokers/{b}") for b in brokers}
 
 
+MIGRATION_ZNODES = ("/cluster/id", "/controller", "/controller_epoch", "/migration")
+
+
+def migration_znodes(hosts: str, chroot: str, auth: list | None, timeout_s: float = 15.0) -> dict[str, object]:
+    """What a ZooKeeper-to-KRaft migration shows in ZooKeeper, read in one session under ``chroot``: the raw data of
+    ``/cluster/id``, ``/controller``, ``/controller_epoch`` and ``/migration`` (None when absent), the children of
+    ``/brokers/ids`` (``"ids"``) and each topic's assignment znode (``"topics"``: name -> data). BadInput when
+    ZooKeeper cannot be reached or refuses the login."""
+    with ZooKeeper.connect(hosts, auth, timeout_s) as zk:
+        out: dict[str, object] = {path: zk.read(chroot + path) for path in MIGRATION_ZNODES}
+        out["ids"] = sorted(int(i) for i in zk.children(f"{chroot}/brokers/ids") or [] if i.lstrip("-").isdigit())
+        out["topics"] = {t: zk.read(f"{chroot}/brokers/topics/{t}") for t in zk.children(f"{chroot}/brokers/topics") or []}
+        return out
+
+
 def committed_config_from(addresses: list[str], auth: list[tuple[str, str]] | None, timeout_s: float = 15.0) -> DynamicConfig:
     """Read the committed config through a fresh session on ``addresses`` (the lost-answer check)."""
     with ZooKeeper.connect(",".join(addresses), auth, timeout_s) as zk:

@@ -41,7 +41,7 @@ ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 """Kafka's default ``listener.security.protocol.map``: what a broker without one uses."""
-DEFAULT_METADATA_DIR = "/var/lib/kafka/kraft-controller"
+DEFAULT_METADATA_DIR = "/var/lib/kafka/kraft-metadata"  # the playbook's kraft.metadata_log_dir default too
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 # Broker settings a KRaft broker must not carry (roll 2), besides every zookeeper.* key.

@@ -1,0 +1,139 @@
+"""The KRaft metadata quorum as Kafka's admin API shows it: DescribeQuorum through kafka-python.
+
+A broker forwards DescribeQuorum to the active controller (``forwardToControllerOrFail``): a ZooKeeper-mode broker
+only once it runs with the migration settings (roll 1), a KRaft broker always. A ZooKeeper-mode broker without
+them answers UNKNOWN_SERVER_ERROR or UNSUPPORTED_VERSION; kmigrate then reads that as "no quorum seen through
+this broker" and asks the next one.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from migrate.adapters.kafka.client import kafka_python_config
+from migrate.core.clientconfig import ClientSettings
+
+log = logging.getLogger("kmigrate.kafka")
+
+
+def describe_quorum(settings: ClientSettings, timeout_s: float = 10.0) -> dict | None:
+    """DescribeQuorum's answer (kafka-python's dict) through the first broker of ``settings`` that gives one, or
+    None when none does (no broker forwards it: no controller yet, or every broker still in plain ZooKeeper mode).
+    Each broker is asked alone (a client bootstrapped on it), so one that cannot forward does not hide the others."""
+    from kafka.admin import KafkaAdminClient
+
+    for address in [a.strip() for a in settings.bootstrap_servers.split(",") if a.strip()]:
+        client = None
+        try:
+            client = KafkaAdminClient(**kafka_python_config(
+                replace(settings, bootstrap_servers=address), request_timeout_ms=int(timeout_s * 1000),
+                client_id="kmigrate-kraft"))
+            answer = client.describe_metadata_quorum()
+            part = answer["topics"][0]["partitions"][0]
+            if not part.get("error"):
+                return answer
+            log.debug("DescribeQuorum through %s: %s", address, part.get("error"))
+        except Exception as exc:  # an unreachable broker, or one that cannot forward: try the next
+            log.debug("DescribeQuorum through %s failed: %s", address, exc)
+        finally:
+            if client is not None:
+                try:
+                    client.close()
+                except Exception:
+                    pass
+    return None
+
+
+DESCRIBE_QUORUM_VERSION = 1  # 3.4+ (v1 adds the replicas' fetch timestamps); 3.9 answers 0..2
+
+
+def _ask_controller(address: str, request, response_class, version: int, timeout_s: float) -> dict | None:
+    """One request to a controller's PLAINTEXT controller listener, on a plain socket (a controller has no Metadata
+    API, so no kafka-python client can bootstrap on it; ``kafka-metadata-quorum --bootstrap-controller`` does the
+    same from Java); its answer as a dict, or None when it does not answer (down, not a controller, TLS/SASL)."""
+    import socket
+    import struct
+
+    from migrate.core.units import split_host_port
+
+    host, port = split_host_port(address, 9093, "--bootstrap-controller")
+    request.API_VERSION = version
+    request.with_header(correlation_id=1, client_id="kmigrate-kraft")
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            sock.sendall(request.encode(header=True, framed=True))
+            size = struct.unpack(">i", _read_exactly(sock, 4))[0]
+            data = _read_exactly(sock, size)
+        return response_class.decode(data, version=version, header=True).to_dict()
+    except (OSError, ValueError, struct.error) as exc:
+        log.debug("%s at controller %s failed: %s", type(request).__name__, address, exc)
+        return None
+
+
+def describe_quorum_at_controller(address: str, timeout_s: float = 5.0) -> dict | None:
+    """DescribeQuorum asked of the controller at ``address`` (``host:port``) itself; None when it does not answer."""
+    from kafka.protocol.admin.cluster import DescribeQuorumRequest, DescribeQuorumResponse
+
+    topic = DescribeQuorumRequest.TopicData
+    request = DescribeQuorumRequest(topics=[topic(topic_name="__cluster_metadata",
+                                                  partitions=[topic.PartitionData(partition_index=0)])])
+    answer = _ask_controller(address, request, DescribeQuorumResponse, DESCRIBE_QUORUM_VERSION, timeout_s)
+    if answer is None:
+        return None
+    part = answer["topics"][0]["partitions"][0]
+    if answer.get("error_code") or part.get("error_code"):
+        log.debug("DescribeQuorum at controller %s: error %s/%s", address, answer.get("error_code"), part.get("error_code"))
+        return None
+    return answer
+
+
+def controller_configs(address: str, node_id: int, names: tuple[str, ...], timeout_s: float = 5.0) -> dict[str, str | None] | None:
+    """The named configs of controller ``node_id`` as it runs them (DescribeConfigs on its controller listener,
+    KIP-919), e.g. ``zookeeper.metadata.migration.enable``; None when it does not answer."""
+    from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
+
+    resource = DescribeConfigsRequest.DescribeConfigsResource(resource_type=4, resource_name=str(node_id),
+                                                              configuration_keys=list(names))
+    answer = _ask_controller(address, DescribeConfigsRequest(resources=[resource], include_synonyms=False,
+                                                             include_documentation=False),
+                             DescribeConfigsResponse, 4, timeout_s)
+    if answer is None or not answer.get("results") or answer["results"][0].get("error_code"):
+        return None
+    return {c["name"]: c["value"] for c in answer["results"][0].get("configs") or []}
+
+
+def _read_exactly(sock, n: int) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(min(65536, n - got))
+        if not chunk:
+            raise OSError("connection closed mid-answer")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+SENSITIVE = "<sensitive: copy it from the broker's server.properties>"
+
+
+def broker_file_configs(settings: ClientSettings, broker_ids: list[int], timeout_s: float = 15.0) -> dict[int, dict[str, str]]:
+    """Each broker's settings from its ``server.properties`` as it reports them (DescribeConfigs, source
+    STATIC_BROKER_CONFIG); a sensitive value (passwords, JAAS) comes back hidden and reads :data:`SENSITIVE`.
+    A broker that does not answer is left out."""
+    from confluent_kafka.admin import ConfigResource, ConfigSource
+
+    from migrate.adapters.kafka.client import admin_client
+
+    admin = admin_client(settings, timeout_s=timeout_s)
+    out: dict[int, dict[str, str]] = {}
+    for b in broker_ids:  # librdkafka takes one BROKER resource per call
+        try:
+            futures = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))], request_timeout=timeout_s)
+            entries = next(iter(futures.values())).result(timeout=timeout_s)
+        except Exception as exc:
+            log.debug("DescribeConfigs of broker %s failed: %s", b, exc)
+            continue
+        out[b] = {name: (SENSITIVE if e.is_sensitive or e.value is None else e.value) for name, e in sorted(entries.items())
+                  if int(getattr(e.source, "value", e.source)) == ConfigSource.STATIC_BROKER_CONFIG.value}
+    return out
