@@ -69,6 +69,9 @@ def up(
     zookeeper_version: str = ZOOKEEPER_VERSION_OPTION,
     zookeeper_tls: bool = typer.Option(False, "--zookeeper-tls", help="With --security sasl_ssl or mtls: every "
                                        "ZooKeeper server also serves TLS on its client port + 1 (secureClientPort)."),
+    kraft_controllers: int = typer.Option(0, "--kraft-controllers", help="Also start this many KRaft controllers "
+                                          "(ids 3000.., each on its own address, port 9093) for a ZooKeeper-to-KRaft "
+                                          "migration: formatted with the cluster id, with kmigrate kraft controller-config's config."),
     directory: Optional[Path] = DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -89,6 +92,8 @@ def up(
         zookeeper_tls=zookeeper_tls,
     )
     target = target_spec(spec, target_brokers, target_ip_prefix) if target_cluster else None
+    if kraft_controllers < 0 or (kraft_controllers and not spec.broker_ids):
+        raise BadInput(f"--kraft-controllers {kraft_controllers}: give 1 or more, with 1 or more --brokers")
     sandbox = Sandbox(directory)
     started = time.monotonic()
     if output == OutputFormat.text:
@@ -96,10 +101,14 @@ def up(
             sandbox.up(spec, progress=lambda msg: status.update(msg))
             if target is not None:
                 sandbox.up_target(target, progress=lambda msg: status.update(msg))
+            if kraft_controllers:
+                _add_controllers(sandbox, kraft_controllers, lambda msg: status.update(msg))
     else:
         sandbox.up(spec)
         if target is not None:
             sandbox.up_target(target)
+        if kraft_controllers:
+            _add_controllers(sandbox, kraft_controllers)
     elapsed = time.monotonic() - started
     if output == OutputFormat.json:
         emit_json({"dir": str(sandbox.dir), "started_s": round(elapsed, 1), "env": sandbox.env(), "nodes": sandbox.status()})
@@ -234,6 +243,9 @@ def restart_broker(
     kafka_version: Optional[str] = typer.Option(
         None, "--kafka-version", help="Restart the broker on another Kafka release (a step of a rolling upgrade), "
                                       f"{KAFKA_RANGE_TEXT}."),
+    kraft_phase: Optional[str] = typer.Option(
+        None, "--kraft-phase", help="ZooKeeper to KRaft: migration (roll 1: the migration lines added) or kraft "
+                                    "(roll 2: a KRaft broker), with the config of kmigrate kraft broker-config."),
     timeout: str = HEALTH_TIMEOUT_OPTION,
     directory: Optional[Path] = DIR_OPTION,
 ) -> None:
@@ -241,5 +253,59 @@ def restart_broker(
     sandbox = Sandbox(directory)
     seconds = parse_duration(timeout, "--timeout")
     sandbox.node(f"kafka-{broker_id}")
+    if kraft_phase is not None:
+        from migrate.sandbox.kraft import KraftSandbox
+
+        if zookeeper is not None or kafka_version is not None:
+            raise BadInput("--kraft-phase takes no --zookeeper or --kafka-version: the phase's config is rendered whole")
+        _restarted(sandbox, f"kafka-{broker_id}", lambda progress: KraftSandbox(sandbox).restart_broker(
+            broker_id, kraft_phase, health_timeout_s=seconds, progress=progress))
+        return
     _restarted(sandbox, f"kafka-{broker_id}", lambda progress: sandbox.restart_broker(
         broker_id, zookeeper, health_timeout_s=seconds, progress=progress, kafka_version=kafka_version))
+
+
+# ------------------------------------------------------------------ KRaft (ZooKeeper to KRaft, KIP-866)
+def _add_controllers(sandbox: Sandbox, count: int, progress=lambda msg: None, ids: Optional[str] = None) -> None:
+    from migrate.sandbox.kraft import FIRST_CONTROLLER_ID, KraftSandbox
+
+    chosen = parse_id_list(ids, "--controller-ids") if ids else tuple(range(FIRST_CONTROLLER_ID, FIRST_CONTROLLER_ID + count))
+    try:
+        KraftSandbox(sandbox).add_controllers(chosen, progress=progress)
+    except BaseException:
+        sandbox.down()
+        raise
+
+
+@app.command("add-controllers")
+def add_controllers(
+    count: int = typer.Option(1, "--count", help="KRaft controllers to add (ids 3000..)."),
+    controller_ids: Optional[str] = typer.Option(None, "--controller-ids", help="Controller ids instead of 3000.., e.g. 3000,3001,3002."),
+    directory: Optional[Path] = DIR_OPTION,
+) -> None:
+    """Prepare and start KRaft controllers for a ZooKeeper-to-KRaft migration (formatted with the cluster id read from ZooKeeper, config of kmigrate kraft controller-config). On failure the whole sandbox stops."""
+    from migrate.sandbox.kraft import FIRST_CONTROLLER_ID, KraftSandbox
+
+    sandbox = Sandbox(directory)
+    ids = parse_id_list(controller_ids, "--controller-ids") if controller_ids else tuple(
+        range(FIRST_CONTROLLER_ID, FIRST_CONTROLLER_ID + count))
+    with err_console.status("adding KRaft controllers") as status:
+        KraftSandbox(sandbox).add_controllers(ids, progress=lambda msg: status.update(msg))
+    err_console.print(f"KRaft controllers {', '.join(map(str, ids))} started", markup=False)
+
+
+@app.command("restart-controller")
+def restart_controller(
+    controller_id: int = typer.Argument(..., help="Controller id."),
+    finalize: bool = typer.Option(False, "--finalize", help="Restart without the migration flag and ZooKeeper: "
+                                  "finalizes the migration; there is no way back to ZooKeeper after it."),
+    directory: Optional[Path] = DIR_OPTION,
+) -> None:
+    """Restart one KRaft controller with its migration config, or its finalized one (--finalize)."""
+    from migrate.sandbox.kraft import KraftSandbox
+
+    sandbox = Sandbox(directory)
+    what = f"controller-{controller_id}"
+    with err_console.status(f"{what}: restarting"):
+        KraftSandbox(sandbox).restart_controller(controller_id, finalize=finalize)
+    err_console.print(f"{what}: restarted" + (" (finalized)" if finalize else ""), markup=False)

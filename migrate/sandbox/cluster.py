@@ -358,10 +358,23 @@ class Sandbox:
             self._launch_zookeeper(node, spec, self.dist)
             if wait:
                 self.wait_zookeeper([name], timeout_s=90)
-        else:
-            probes.wait_registration_gone(self.zookeeper_connect(chroot=True), node.id)
-            self._launch_broker(node, spec, self.broker_dist(node.id))
+        elif node.kind == "controller":  # a KRaft controller (sandbox add-controllers)
+            from migrate.sandbox.kraft import KraftSandbox
+
+            kraft = KraftSandbox(self)
+            kraft._launch(node)
             if wait:
+                kraft.wait_controllers([name])
+        else:
+            from migrate.sandbox.kraft import is_kraft_broker
+
+            kraft_broker = (Path(node.dir) / "server.properties").exists() and is_kraft_broker(self.broker_properties(node.id))
+            if not kraft_broker:
+                probes.wait_registration_gone(self.zookeeper_connect(chroot=True), node.id)
+            self._launch_broker(node, spec, self.broker_dist(node.id))
+            if wait and kraft_broker:  # registered with the controllers, not in /brokers/ids
+                probes.wait_serving([node], spec, self.kafka_settings(), self.processes.is_alive, timeout_s=180)
+            elif wait:
                 self.wait_brokers([name], timeout_s=180)
 
     def restart(self, name: str, wait: bool = True, health_timeout_s: float | None = None,
@@ -397,18 +410,16 @@ class Sandbox:
 
     # ------------------------------------------------------------------ down
     def down(self) -> list[int]:
-        """Stop every node this sandbox started (brokers first, then ZooKeeper); return the pids stopped."""
+        """Stop every node this sandbox started (brokers, then KRaft controllers, then ZooKeeper); return the pids stopped."""
         if not self.exists:
             return []
         target = self.target
         stopped = target.down() if target is not None else []  # sandbox up --target-cluster
-        names = [n for n, s in self.nodes.items() if s.kind == "kafka"] + [
-            n for n, s in self.nodes.items() if s.kind == "zookeeper"
-        ]
-        alive = [n for n in names if self.is_alive(n)]
-        brokers = [n for n in alive if self.nodes[n].kind == "kafka"]
-        # Brokers all at once: a controlled shutdown of each in turn is slow and buys nothing here.
-        for group in (brokers, [n for n in alive if n not in brokers]):
+        alive = [n for n in self.nodes if self.is_alive(n)]
+        # Brokers all at once: a controlled shutdown of each in turn is slow and buys nothing here. Then the KRaft
+        # controllers (a KRaft broker's controlled shutdown asks them), then ZooKeeper.
+        for kind in ("kafka", "controller", "zookeeper"):
+            group = [n for n in alive if self.nodes[n].kind == kind]
             self.processes.stop([self.nodes[name] for name in group], 30)
             stopped += [self.nodes[name].pid for name in group]
         self._save()

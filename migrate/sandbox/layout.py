@@ -13,6 +13,7 @@ from migrate.adapters.jars import KAFKA_VERSION, ZOOKEEPER_VERSION
 from migrate.core.versions import check_kafka_version, check_zookeeper_version
 from migrate.errors import BadInput
 
+CONTROLLER_PORT = 9093  # the controller listener of a KRaft controller (migrate.sandbox.kraft), on its own address
 AVAILABILITY_DOMAINS = 3
 FAULT_DOMAINS = 3
 

@@ -75,6 +75,25 @@ def wait_brokers(nodes: list[NodeState], spec: SandboxSpec, zookeeper_connect: s
             f"{', '.join(n.name for n in pending)} not ready after {timeout_s:.0f} s: see their server.log"))
 
 
+def wait_serving(nodes: list[NodeState], spec: SandboxSpec, settings: dict[str, str], alive: Alive,
+                 timeout_s: float = 120) -> None:
+    """Wait until each KRaft broker answers metadata with its own id (it registers with the controllers, not in ZooKeeper)."""
+    from migrate.adapters.kafka.local_cluster import broker_serves
+
+    pending = list(nodes)
+
+    def all_ready() -> bool:
+        for node in list(pending):
+            if not alive(node):
+                raise StepFailed(f"{node.name} exited while starting: see {node.dir}/server.log")
+            if broker_serves(f"{node.host}:{spec.kafka_port}", node.id, settings):
+                pending.remove(node)
+        return not pending
+
+    wait_until(all_ready, timeout_s=timeout_s, interval_s=0.5, what="KRaft brokers", on_timeout=lambda: StepFailed(
+        f"{', '.join(n.name for n in pending)} not ready after {timeout_s:.0f} s: see their server.log"))
+
+
 def wait_registration_gone(zookeeper_connect: str, broker_id: int, timeout_s: float = 60) -> None:
     """Wait until a killed broker's ``/brokers/ids/<id>`` is gone before it starts again.
 
@@ -139,6 +158,11 @@ def status_row(node: NodeState, spec: SandboxSpec, alive: bool, controller: int 
             except (OSError, ValueError):
                 role = "not serving"
         row["role"] = zookeeper_role(role, node.id, node.spare, members)
+    elif node.kind == "controller":  # a KRaft controller (migrate.sandbox.kraft)
+        from migrate.sandbox.layout import CONTROLLER_PORT
+
+        row["address"] = f"{node.host}:{CONTROLLER_PORT}"
+        row["role"] = "kraft controller" if alive else "stopped"
     else:
         row["address"] = f"{node.host}:{spec.kafka_port}"
         row["rack"] = next(b.rack for b in spec.brokers if b.id == node.id)
