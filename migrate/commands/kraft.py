@@ -1,0 +1,263 @@
+"""``kmigrate kraft``: ZooKeeper mode to KRaft (KIP-866): where the migration stands, and each step's config.
+
+    kmigrate kraft status --zookeeper zk1:2181/kafka --bootstrap-server kafka1:9092
+    kmigrate kraft controller-config 3000 --zookeeper zk1:2181/kafka --bootstrap-server kafka1:9092 \\
+        --controller-quorum-voters 3000@c1:9093,3001@c2:9093,3002@c3:9093
+    kmigrate kraft broker-config 1 --phase migration --zookeeper zk1:2181/kafka --bootstrap-server kafka1:9092 \\
+        --controller-quorum-voters 3000@c1:9093,3001@c2:9093,3002@c3:9093
+
+The controllers come from ``--controller-quorum-voters`` (Kafka's own syntax) or the playbook's ``kraft:`` section.
+Broker settings are read from the brokers (DescribeConfigs: passwords and JAAS come back hidden, marked for the
+operator to copy) or, whole, from ``--broker-properties`` (a broker's server.properties).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from migrate.commands.common import (
+    OUTPUT_OPTION, ZK_CLIENT_CONFIG_OPTION, ZK_JAAS_FILE_OPTION, OutputFormat, console, emit_json, parse_id_list,
+)
+from migrate.commands.options import COMMAND_CONFIG_OPTION, PLAYBOOK_OPTION, ZK_AUTH_FILE_OPTION, ZK_AUTH_OPTION
+from migrate.errors import BadInput
+
+app = typer.Typer(help="ZooKeeper mode to KRaft (KIP-866): the migration's phase, and each step's config.",
+                  no_args_is_help=True)
+
+ZOOKEEPER_OPTION = typer.Option(None, "--zookeeper", envvar="ZOOKEEPER_CONNECT",
+                                help="The brokers' zookeeper.connect, chroot included (default: the playbook's).")
+BOOTSTRAP_OPTION = typer.Option(None, "--bootstrap-server", envvar="KAFKA_BOOTSTRAP_SERVERS",
+                                help="Kafka brokers, host:port[,host:port...] (default: the playbook's).")
+VOTERS_OPTION = typer.Option(None, "--controller-quorum-voters",
+                             help="The new controllers as Kafka's controller.quorum.voters: id@host:port,... "
+                                  "(default: the playbook's kraft: section).")
+BROKER_PROPERTIES_OPTION = typer.Option(
+    None, "--broker-properties", help="A broker's server.properties, read whole (secrets included) instead of "
+                                      "DescribeConfigs; repeat for several brokers (its broker.id says which).")
+
+
+# ------------------------------------------------------------------ inputs
+def _connection(playbook: Optional[Path], zookeeper: Optional[str], bootstrap_server: Optional[str],
+                command_config: Optional[Path], zk_auth, zk_auth_file, zk_jaas_file, zk_client_config_file):
+    """(playbook or None, zookeeper connect, client settings or None, ZooKeeper auth list)."""
+    from migrate.core.zookeeper.auth import parse_auth
+    from migrate.files import client_settings, load_playbook
+    from migrate.files import zk_auth as read_zk_auth, zk_client_config, zk_jaas
+
+    pb = load_playbook(playbook) if playbook is not None else None
+    connect = zookeeper or (pb.zookeeper.reading_connect if pb is not None and pb.zookeeper is not None else None)
+    if not connect:
+        raise BadInput("no ZooKeeper given: use --zookeeper host:port/chroot (the brokers' zookeeper.connect) or --playbook")
+    bootstrap = bootstrap_server or (pb.kafka.bootstrap_servers if pb is not None else None)
+    settings = client_settings(bootstrap, command_config) if bootstrap else None
+    auth = parse_auth(read_zk_auth(zk_auth, zk_auth_file), zk_jaas(zk_jaas_file), zk_client_config(zk_client_config_file))
+    return pb, connect, settings, auth
+
+
+def parse_voters(text: str) -> tuple:
+    """``3000@c1:9093,3001@[::1]:9093`` -> controllers; BadInput naming the bad entry."""
+    from migrate.core.kraft.config import Controller
+    from migrate.core.units import split_host_port
+
+    out = []
+    for entry in (e.strip() for e in text.split(",") if e.strip()):
+        ident, sep, address = entry.partition("@")
+        if not sep or not ident.strip().isdigit():
+            raise BadInput(f"--controller-quorum-voters entry {entry!r}: expected id@host:port, like 3000@c1:9093")
+        host, port = split_host_port(address, None, "--controller-quorum-voters")
+        out.append(Controller(int(ident), host.strip("[]"), port))
+    if not out:
+        raise BadInput("--controller-quorum-voters is empty: give id@host:port,... of the new controllers")
+    return tuple(out)
+
+
+def _controllers(pb, voters: Optional[str], metadata_log_dir: Optional[str]) -> tuple[tuple, dict]:
+    """The controllers and the other KraftInputs options (listener name, protocol) from the flags or the playbook."""
+    from dataclasses import replace
+
+    from migrate.core.kraft.config import DEFAULT_METADATA_DIR, Controller
+
+    options: dict = {}
+    if voters:
+        controllers = parse_voters(voters)
+        log_dir = metadata_log_dir or DEFAULT_METADATA_DIR
+    elif pb is not None and pb.kraft is not None:
+        k = pb.kraft
+        log_dir = metadata_log_dir or k.metadata_log_dir
+        controllers = tuple(Controller(c.id, c.host, c.port) for c in k.controllers)
+        options = {"listener_name": k.listener_name, "controller_protocol": k.security_protocol}
+    else:
+        raise BadInput("no controllers given: use --controller-quorum-voters id@host:port,... or a playbook with a kraft: section")
+    return tuple(replace(c, log_dir=log_dir) for c in controllers), options
+
+
+def _broker_files(paths: Optional[List[Path]]) -> dict[int, dict[str, str]]:
+    import javaproperties
+
+    from migrate.files import read_text
+
+    out: dict[int, dict[str, str]] = {}
+    for path in paths or []:
+        props = dict(javaproperties.loads(read_text(path, "--broker-properties")))
+        ident = (props.get("broker.id") or props.get("node.id") or "").strip()
+        if not ident.isdigit():
+            raise BadInput(f"--broker-properties {path}: no broker.id in it; give a ZooKeeper-mode broker's server.properties")
+        out[int(ident)] = props
+    return out
+
+
+def _inputs(playbook, zookeeper, bootstrap_server, command_config, zk_auth, zk_auth_file, zk_jaas_file,
+            zk_client_config_file, voters, metadata_log_dir, broker_properties):
+    from migrate.runner.kraft.observe import read_inputs
+
+    pb, connect, settings, auth = _connection(playbook, zookeeper, bootstrap_server, command_config, zk_auth,
+                                              zk_auth_file, zk_jaas_file, zk_client_config_file)
+    controllers, options = _controllers(pb, voters, metadata_log_dir)
+    return read_inputs(connect, auth, controllers, settings, _broker_files(broker_properties), **options)
+
+
+def _emit(output: OutputFormat, props: dict[str, str], title: str, doc: dict, extra: list[str] = ()) -> None:
+    from migrate.core.kraft.config import lines
+
+    if output == OutputFormat.json:
+        emit_json({"config": props, "lines": lines(props), **doc})
+        return
+    console.print(f"# {title}", markup=False)
+    for line in lines(props):
+        console.print(line, markup=False, soft_wrap=True)
+    for line in extra:
+        console.print(line, markup=False, soft_wrap=True)
+
+
+# ---------------------------------------------------------------- commands
+@app.command("status")
+def status(
+    zookeeper: Optional[str] = ZOOKEEPER_OPTION,
+    bootstrap_server: Optional[str] = BOOTSTRAP_OPTION,
+    command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
+    playbook: Optional[Path] = PLAYBOOK_OPTION,
+    bootstrap_controller: Optional[str] = typer.Option(
+        None, "--bootstrap-controller", help="Controllers' PLAINTEXT controller listeners, host:port[,...], asked "
+                                             "DescribeQuorum first (brokers forward it only once in migration mode)."),
+    broker_list: Optional[str] = typer.Option(None, "--broker-list", help="Broker ids of the cluster (default: those in "
+                                              "/brokers/ids and in assignments); a KRaft broker leaves /brokers/ids."),
+    zk_auth: Optional[str] = ZK_AUTH_OPTION,
+    zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
+    zk_jaas_file: Optional[Path] = ZK_JAAS_FILE_OPTION,
+    zk_client_config: Optional[Path] = ZK_CLIENT_CONFIG_OPTION,
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """The migration's phase, each broker's mode, the quorum leader and /migration's offset (read from ZooKeeper and DescribeQuorum)."""
+    from migrate.core.kraft.phases import phase_of
+    from migrate.runner.kraft.observe import observe
+
+    _, connect, settings, auth = _connection(playbook, zookeeper, bootstrap_server, command_config, zk_auth,
+                                             zk_auth_file, zk_jaas_file, zk_client_config)
+    controllers = tuple(a.strip() for a in (bootstrap_controller or "").split(",") if a.strip())
+    obs = observe(connect, auth, settings, parse_id_list(broker_list, "--broker-list"), controllers=controllers)
+    reading = phase_of(obs)
+    q = obs.quorum
+    doc = {
+        "phase": reading.phase.value,
+        "detail": reading.detail,
+        "waiting_for": list(reading.waiting_for),
+        "brokers": {str(b): m for b, m in reading.broker_modes(obs.brokers).items()},
+        "cluster_id": obs.cluster_id,
+        "quorum": None if q is None else {"leader_id": q.leader_id, "leader_epoch": q.leader_epoch,
+                                          "high_watermark": q.high_watermark, "voters": list(q.voters),
+                                          "observers": list(q.observers), "voter_lag": {str(k): v for k, v in q.voter_lag.items()}},
+        "controllers_migration_flag": {str(k): v for k, v in obs.controller_migration.items()},
+        "zookeeper": {"brokers_ids": list(obs.zk_broker_ids), "controller": obs.controller,
+                      "controller_epoch": obs.controller_epoch, "migration": obs.migration,
+                      "kraft_controller_epoch": obs.kraft_controller_epoch, "migration_offset": obs.migration_offset},
+    }
+    if output == OutputFormat.json:
+        emit_json(doc)
+        return
+    console.print(f"phase: {reading.phase.value}: {reading.detail}", markup=False)
+    console.print("brokers: " + (", ".join(f"{b} {m}" for b, m in reading.broker_modes(obs.brokers).items()) or "none"),
+                  markup=False)
+    console.print("quorum: " + ("no controller answers" if q is None else
+                               f"leader {q.leader_id} (epoch {q.leader_epoch}), high watermark {q.high_watermark}, "
+                               f"voters {list(q.voters)}, observers {list(q.observers)}"), markup=False)
+    console.print(f"ZooKeeper: /controller {obs.controller}, /controller_epoch {obs.controller_epoch}, "
+                  f"/migration offset {obs.migration_offset}", markup=False)
+
+
+@app.command("controller-config")
+def controller_config(
+    controller_id: int = typer.Argument(..., help="The controller's node.id."),
+    zookeeper: Optional[str] = ZOOKEEPER_OPTION,
+    bootstrap_server: Optional[str] = BOOTSTRAP_OPTION,
+    command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
+    playbook: Optional[Path] = PLAYBOOK_OPTION,
+    controller_quorum_voters: Optional[str] = VOTERS_OPTION,
+    metadata_log_dir: Optional[str] = typer.Option(None, "--metadata-log-dir", help="The controller's log.dirs (default: the playbook's, else /var/lib/kafka/kraft-metadata)."),
+    broker_properties: Optional[List[Path]] = BROKER_PROPERTIES_OPTION,
+    config_file: str = typer.Option("config/kraft/controller.properties", "--config-file",
+                                    help="Where the controller's properties go on its host (named in the format command)."),
+    kafka_bin: str = typer.Option("bin", "--kafka-bin", help="Kafka's bin directory on the controller's host."),
+    finalize: bool = typer.Option(False, "--finalize", help="The config after finalize: no migration flag, no ZooKeeper "
+                                  "(no way back to ZooKeeper once the controllers run it)."),
+    zk_auth: Optional[str] = ZK_AUTH_OPTION,
+    zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
+    zk_jaas_file: Optional[Path] = ZK_JAAS_FILE_OPTION,
+    zk_client_config: Optional[Path] = ZK_CLIENT_CONFIG_OPTION,
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """A new controller's server.properties (the migration flag, zookeeper.connect and its security, the quorum) and its kafka-storage format command with the cluster id read from ZooKeeper."""
+    from migrate.core.kraft import config as kc
+
+    inputs = _inputs(playbook, zookeeper, bootstrap_server, command_config, zk_auth, zk_auth_file, zk_jaas_file,
+                     zk_client_config, controller_quorum_voters, metadata_log_dir, broker_properties)
+    props = kc.controller_finalized_config(inputs, controller_id) if finalize else kc.controller_config(inputs, controller_id)
+    command = kc.format_command(inputs.cluster_id, config_file, kafka_bin)
+    notes = [] if finalize else kc.controller_notes(inputs)
+    extra = ["", "# format its metadata log dir once, before its first start:", shlex.join(command)] if not finalize else [
+        "", "# the point of no return: after this roll the cluster cannot go back to ZooKeeper"]
+    _emit(output, props, f"controller {controller_id}" + (" (finalized)" if finalize else " (ZooKeeper migration)"),
+          {"format_command": command, "cluster_id": inputs.cluster_id, "notes": notes},
+          extra + [f"# note: {n}" for n in notes])
+
+
+@app.command("broker-config")
+def broker_config(
+    broker_id: int = typer.Argument(..., help="The broker's broker.id (its node.id in KRaft)."),
+    phase: str = typer.Option(..., "--phase", help="migration (roll 1: the lines to add) or kraft (roll 2: the whole KRaft config)."),
+    full: bool = typer.Option(False, "--full", help="With --phase migration: the whole config, not only the lines to add."),
+    zookeeper: Optional[str] = ZOOKEEPER_OPTION,
+    bootstrap_server: Optional[str] = BOOTSTRAP_OPTION,
+    command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
+    playbook: Optional[Path] = PLAYBOOK_OPTION,
+    controller_quorum_voters: Optional[str] = VOTERS_OPTION,
+    broker_properties: Optional[List[Path]] = BROKER_PROPERTIES_OPTION,
+    zk_auth: Optional[str] = ZK_AUTH_OPTION,
+    zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
+    zk_jaas_file: Optional[Path] = ZK_JAAS_FILE_OPTION,
+    zk_client_config: Optional[Path] = ZK_CLIENT_CONFIG_OPTION,
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """A broker's config for roll 1 (--phase migration: the lines it adds) or roll 2 (--phase kraft: its KRaft config)."""
+    from migrate.core.kraft import config as kc
+
+    if phase not in ("migration", "kraft"):
+        raise BadInput(f"--phase {phase!r}: choose migration (roll 1) or kraft (roll 2)")
+    inputs = _inputs(playbook, zookeeper, bootstrap_server, command_config, zk_auth, zk_auth_file, zk_jaas_file,
+                     zk_client_config, controller_quorum_voters, None, broker_properties)
+    if phase == "migration":
+        props = kc.broker_migration_config(inputs, broker_id) if full else kc.broker_migration_settings(inputs, broker_id)
+        title = f"broker {broker_id}, roll 1: " + ("its whole config" if full else "add these lines, keep the rest")
+        removed: list[str] = []
+    else:
+        props = kc.broker_kraft_config(inputs, broker_id)
+        removed = kc.removed_in_kraft(inputs.broker(broker_id))
+        title = f"broker {broker_id}, roll 2: its whole KRaft config"
+    extra = [f"# removed: {', '.join(removed)}"] if removed else []
+    hidden = [k for k, v in props.items() if v.startswith("<sensitive")]
+    if hidden:
+        extra.append(f"# hidden by the broker, copy from its server.properties: {', '.join(hidden)}")
+    _emit(output, props, title, {"phase": phase, "removed": removed, "hidden": hidden}, extra)
