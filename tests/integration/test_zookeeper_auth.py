@@ -116,6 +116,40 @@ def test_inspect_over_tls_to_the_secure_client_port_with_a_sasl_login(cluster, j
     assert "server.2=127.0.0.9:2888:3888:observer;2181" in out
 
 
+def test_kraft_precheck_wants_the_sasl_identity_that_owns_the_brokers_znodes(cluster, jaas, capsys, tmp_path):
+    """``kmigrate kraft precheck`` (issue 29) on brokers that log in to ZooKeeper as ``kafka`` with
+    ``zookeeper.set.acl=true`` (on ZooKeeper's plain client port): without that login the controllers would meet
+    NoAuthException, so it refuses (exit 2, one line, nothing changed); given the brokers' JAAS file every check
+    passes, and the controllers' config carries zookeeper.set.acl."""
+    book = tmp_path / "kraft.yaml"
+    book.write_text(f"""
+kafka: {{bootstrap_servers: "{cluster.bootstrap_servers(spare=False)}", command_config: "{cluster.security.properties_file('admin')}"}}
+zookeeper: {{connect: "{cluster.zookeeper_connect(chroot=True)}"}}
+kraft: {{controllers: [{{id: 3001, host: 127.0.0.9}}]}}
+""")
+    chroot = cluster.spec.chroot
+
+    def state():
+        with ZooKeeper.connect(_hosts(cluster), parse_auth(None, zk_jaas(jaas))) as zk:
+            return zk.children(f"{chroot}/brokers/ids"), zk.read(f"{chroot}/migration"), zk.read(f"{chroot}/controller")
+
+    before = state()
+    code, out, err = run(capsys, "kraft", "precheck", "--playbook", str(book), "-O", "json")
+    assert code == 2, (out, err)
+    doc = json.loads(out)
+    assert doc["refusal"]["check"] == "zookeeper_security" and [c["check"] for c in doc["checks"] if not c["ok"]] == [
+        "zookeeper_security"], doc
+    assert err.strip().count("\n") == 0 and "belong to the ZooKeeper SASL identity kafka" in err, err
+    code, out, err = run(capsys, "kraft", "precheck", "--playbook", str(book), "--zk-jaas-file", str(jaas), "-O", "json")
+    assert code == 0, err
+    security = json.loads(out)["checks"][5]["message"]
+    print(security)
+    assert security == ("every controller carries the brokers' ZooKeeper security settings (zookeeper.set.acl); "
+                        "SASL login 'kafka' owns the brokers' znodes (start the controllers with that JAAS file)")
+    assert cluster.security.password("store") not in out + err
+    assert state() == before and before[1] is None
+
+
 def test_the_swap_over_tls_dials_every_server_at_its_secure_client_port(cluster, jaas, capsys):
     """``kmigrate zookeeper --zk-client-config`` given only the voter's secureClientPort: the joiner's
     readiness, the reconfig, the post-checks and the write probe all go over TLS; the tools' connect string
