@@ -261,3 +261,9 @@ def broker_config(
     if hidden:
         extra.append(f"# hidden by the broker, copy from its server.properties: {', '.join(hidden)}")
     _emit(output, props, title, {"phase": phase, "removed": removed, "hidden": hidden}, extra)
+
+
+# phase 0, in a module of its own (kmigrate kraft precheck --playbook FILE)
+from migrate.commands.kraft_precheck import precheck  # noqa: E402
+
+app.command("precheck")(precheck)
