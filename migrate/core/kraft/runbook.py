@@ -118,12 +118,13 @@ def kraft_steps(
         props = f"controller-{ctrl.id}.properties"
         fmt = " ".join(format_command(cid, props))
         steps.append(("operator", f"start KRaft controller {ctrl.id} on {ctrl.address}",
-                      f"`{c['controller_config'].format(id=ctrl.id)} > {props}` prints its config (process.roles="
-                      f"controller, node.id={ctrl.id}, controller.quorum.voters={voters}, "
+                      f"`{c['controller_config'].format(id=ctrl.id)} --config-file {props}` prints its config "
+                      f"(process.roles=controller, node.id={ctrl.id}, controller.quorum.voters={voters}, "
                       f"{kraft.listener_name} listener on port {ctrl.port} ({kraft.security_protocol}), metadata in "
                       f"{kraft.metadata_log_dir}, zookeeper.metadata.migration.enable=true, the brokers' "
-                      f"zookeeper.connect and ZooKeeper security); on {ctrl.host}: `{fmt}` (once: never format a "
-                      f"controller again during the migration), then `bin/kafka-server-start.sh {props}`.",
+                      f"zookeeper.connect and ZooKeeper security) and its format command; save the config as {props} "
+                      f"on {ctrl.host}, run `{fmt}` there (once: never format a controller again during the "
+                      f"migration), then `bin/kafka-server-start.sh {props}`.",
                       f"controller {ctrl.id} listens on {ctrl.address}"))
     steps += [
         ("kmigrate", c["status"],
@@ -159,9 +160,9 @@ def kraft_steps(
          "and ZooKeeper's copy of the metadata goes stale. Go on only once the soak is clean.",
          "the soak above is clean and you choose to leave ZooKeeper for good"),
         ("operator", "rolling restart of the controllers with the finalized config (finalize)",
-         f"For each controller C, the active controller last: `{c['finalize'].format(id='C')} > controller-C.properties` "
-         "prints its config without the migration flag and without zookeeper.* (refused unless every broker is a "
-         "KRaft broker and healthy: Kafka itself may finalize too early, KAFKA-20960); restart C with it, then run "
+         f"For each controller C, the active controller last: `{c['finalize'].format(id='C')}` prints its config "
+         "without the migration flag and without zookeeper.* (refused unless every broker is a KRaft broker and "
+         "healthy: Kafka itself may finalize too early, KAFKA-20960); save it as C's config, restart C, then run "
          f"`{c['status']}` before the next.",
          "phase finalized: a leader, every controller caught up, no write to ZooKeeper"),
     ]

@@ -55,7 +55,7 @@ def test_leaving_zookeeper_only_gives_every_phase_in_order_with_its_gate():
         "retire ZooKeeper servers 1, 2, 3",
     ]
     first = steps[3].description
-    assert f"kmigrate kraft controller-config 3001 --playbook {pb} > controller-3001.properties" in first
+    assert f"kmigrate kraft controller-config 3001 --playbook {pb} --config-file controller-3001.properties" in first
     assert "bin/kafka-storage.sh format -t q1Sh-9_ISia_zwGINzRvyQ -c controller-3001.properties" in first
     assert "controller.quorum.voters=3001@c1:9093,3002@c2:9093,3003@c3:9093" in first
     assert "metadata in /var/lib/kafka/kraft-metadata" in first
@@ -67,7 +67,7 @@ def test_leaving_zookeeper_only_gives_every_phase_in_order_with_its_gate():
     rollback = KRAFT_COMMANDS["rollback"].format(playbook=pb)
     assert [s.number for s in steps if rollback in s.description] == [12]  # offered during the soak, before the point
     assert "no way back" in steps[12].description and "rollback is refused" in steps[12].description
-    assert f"kmigrate kraft controller-config C --finalize --playbook {pb} > controller-C.properties" in steps[13].description
+    assert f"kmigrate kraft controller-config C --finalize --playbook {pb}`" in steps[13].description
     assert "refused unless every broker is a KRaft broker and healthy" in steps[13].description
 
 
