@@ -18,42 +18,41 @@ from migrate.sandbox.testing import running_sandbox, unique_topic
 
 # About how many seconds each integration module takes (2 cores): only the order matters. pytest-xdist
 # hands the units out in collection order, so the longest go first and the run does not end with one
-# worker busy alone on a long module. Measured under load with two workers (session of issue 28, divided
-# by 2.2, the factor test_mirror_cutover showed alone against its idle figure); test_end_to_end,
-# the demos, test_mirror_security, test_security*, test_zookeeper_auth, test_sandbox_lifecycle and
-# test_verify_standalone from older figures or estimates. An integration module not listed counts as
-# 30 s, a unit module as 0 s: the unit tests fill the end.
+# worker busy alone on a long module. Measured on a quiet machine with three workers (a clean-clone
+# .ci/run, session 2 of issue 28: each figure is the module's setup, calls and teardown on a busy worker).
+# An integration module not listed counts as 30 s, a unit module as 0 s: the unit tests fill the end.
 MODULE_SECONDS = {
-    "test_end_to_end.py": 600,
-    "test_readme_runbook.py": 360,
-    "test_versions.py": 330,
-    "test_verify.py": 255,
-    "test_partitions_migration.py": 195,
-    "test_security.py": 200,
-    "test_demo_security.py": 150,
-    "test_mirror1.py": 145,
-    "test_security_acl.py": 150,
-    "test_partitions_stall.py": 140,
-    "test_partitions_interrupt.py": 137,
-    "test_demo_cross_cluster.py": 133,
-    "test_partitions_resume.py": 125,
-    "test_verify_standalone.py": 120,
-    "test_sandbox_lifecycle.py": 120,
-    "test_sandbox.py": 107,
-    "test_mirror.py": 102,
-    "test_mirror_security.py": 100,
-    "test_mirror_cutover.py": 96,
-    "test_plan.py": 91,
-    "test_zookeeper_auth.py": 80,
-    "test_canary.py": 70,
-    "test_zookeeper_refusals.py": 58,
-    "test_verify_clusters.py": 57,
-    "test_mirror_connect.py": 56,
-    "test_verify_retention.py": 50,
-    "test_zookeeper_reconfig.py": 50,
-    "test_zookeeper_sizes.py": 49,
-    "test_zookeeper_resume.py": 19,
-    "test_canary_resume.py": 15,
+    "test_readme_runbook.py": 384,
+    "test_security.py": 355,
+    "test_end_to_end.py": 342,
+    "test_versions.py": 331,
+    "test_verify.py": 212,
+    "test_demo_security.py": 212,
+    "test_mirror1.py": 189,
+    "test_partitions_migration.py": 162,
+    "test_partitions_interrupt.py": 143,
+    "test_security_acl.py": 134,
+    "test_verify_standalone.py": 128,
+    "test_mirror_cutover.py": 127,
+    "test_demo_cross_cluster.py": 125,
+    "test_mirror_security.py": 120,
+    "test_mirror.py": 119,
+    "test_partitions_stall.py": 118,
+    "test_partitions_resume.py": 118,
+    "test_verify_clusters.py": 101,
+    "test_sandbox.py": 98,
+    "test_zookeeper_refusals.py": 87,
+    "test_plan.py": 81,
+    "test_verify_retention.py": 56,
+    "test_canary.py": 55,
+    "test_sandbox_lifecycle.py": 45,
+    "test_zookeeper_sizes.py": 42,
+    "test_mirror_connect.py": 41,
+    "test_zookeeper_reconfig.py": 31,
+    "test_zookeeper_resume.py": 20,
+    "test_zookeeper_auth.py": 19,
+    "test_canary_resume.py": 12,
+    "test_testcontainers_backend.py": 0,
 }
 
 DEFAULT_SANDBOX = dict(zookeeper_ids=(1, 2, 3), spare_zookeeper_ids=(4, 5), broker_ids=(1, 2, 3), spare_broker_ids=(4, 5, 6))
