@@ -27,7 +27,21 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         pass
-    return process_state(pid) not in ("Z", "X")
+    return process_state(pid) not in ("Z", "X") and not _thread_of_another(pid)
+
+
+def _thread_of_another(pid: int) -> bool:
+    """True when ``pid`` is the id of a thread that is not its process's main thread: thread ids share the
+    number space of pids, /proc and kill() answer for them too (kill() signals the whole process), so a pid
+    once ours can come back as a thread of some other program."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Tgid:"):
+                    return int(line.split()[1]) != pid
+    except (OSError, ValueError):
+        pass
+    return False
 
 
 def process_state(pid: int) -> str | None:
@@ -126,22 +140,43 @@ def terminate(*pids: int, timeout_s: float = 30.0, group: bool = False, kill_wai
     more; collect the exit status of each that is our child. ``group``: signal each one's process group
     (a process started in its own session, with what it started: a Spark worker and its executors), the
     wait is for the process itself. A process already gone is not an error. One :class:`StopResult` a pid,
-    ``waited_s`` counted from the first SIGTERM."""
+    ``waited_s`` counted from the first SIGTERM.
+
+    Each pid is held to the process it named when this began (its start time in /proc): once that one ended,
+    a new process, or a thread of another process, given the same number (ids are reused, fast on a busy
+    host: every JVM thread takes one) is never signalled."""
     send = os.killpg if group else os.kill
+    born = {pid: start_time(pid) for pid in pids}
     start = time.monotonic()
     for pid in pids:
-        _send(send, pid, signal.SIGCONT)
-        _send(send, pid, signal.SIGTERM)
+        if born[pid] is not None:
+            _send(send, pid, signal.SIGCONT)
+            _send(send, pid, signal.SIGTERM)
     results = []
     for pid in pids:
         how = "SIGTERM"
-        if not poll(lambda: not pid_alive(pid), timeout_s=timeout_s, interval_s=0.1):
+
+        def ended(pid: int = pid) -> bool:
+            return not pid_alive(pid) or start_time(pid) != born[pid]
+
+        if born[pid] is not None and not poll(ended, timeout_s=timeout_s, interval_s=0.1):
             how = "SIGKILL"
-            _send(send, pid, signal.SIGKILL)
-            poll(lambda: not pid_alive(pid), timeout_s=kill_wait_s, interval_s=0.1)
+            if not ended():
+                _send(send, pid, signal.SIGKILL)
+            poll(ended, timeout_s=kill_wait_s, interval_s=0.1)
         reap(pid)
         results.append(StopResult(pid, how, time.monotonic() - start))
     return results
+
+
+def start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot, /proc's ``starttime``), or None when there is no such
+    process: with the pid, it names one process (a pid alone may name a later one)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _send(send: Callable[[int, int], None], pid: int, sig: int) -> None:

@@ -106,6 +106,9 @@ def produce_waiting(producer, topic: str, key: bytes | None, value: bytes | None
 
 
 def stop_process(proc, timeout_s: float = 30) -> None:
-    """SIGTERM a child process (``subprocess.Popen``), SIGKILL it if it outlives ``timeout_s``, and reap it."""
+    """SIGTERM a child process (``subprocess.Popen``), SIGKILL it if it outlives ``timeout_s``, and reap it.
+    One that already ended is left alone (reaped, its pid may name another process by now)."""
+    if proc.poll() is not None:
+        return
     terminate(proc.pid, timeout_s=timeout_s)
     proc.poll()  # terminate collected its exit status: the Popen learns it ended

@@ -582,7 +582,8 @@ def standalone_cluster(host: str, work_dir: Path, workers: int = 2, cores: int =
         yield url
     finally:
         # each is its own process group: a worker's executors go with it
-        terminate(*(p.pid for p in reversed(procs)), timeout_s=30, group=True)
+        # one that exited at start was reaped by its poll(): its pid may name another process by now
+        terminate(*(p.pid for p in reversed(procs) if p.poll() is None), timeout_s=30, group=True)
         for p in procs:
             p.poll()  # terminate collected their exit status: the Popens learn they ended
         for f in logs:

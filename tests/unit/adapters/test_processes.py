@@ -128,3 +128,54 @@ def test_stopped_is_true_only_once_every_thread_has_stopped(tmp_path):
         child.kill()
         child.wait()
     assert not stopped(child.pid)  # gone
+
+
+def test_terminate_never_signals_a_later_process_given_the_same_pid(tmp_path, monkeypatch):
+    """A pid whose process ended is taken by another (or by a thread of another: ids are shared): terminate holds
+    each pid to the process it named when it began, by its start time."""
+    from migrate.adapters import processes
+
+    ignores_sigterm = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", ignores_sigterm], stdout=subprocess.PIPE)
+    assert proc.stdout.readline()  # its handler is in place: SIGTERM alone would not end it
+    sent = []
+    real_send = processes._send
+    monkeypatch.setattr(processes, "_send", lambda send, pid, sig: (sent.append(sig), real_send(send, pid, sig)))
+    born = processes.start_time(proc.pid)
+    assert born is not None and processes.start_time(2**22 + 7) is None
+    # the process "ends" and its pid now names a later one: another start time from the second look on
+    looks = iter([born])
+    monkeypatch.setattr(processes, "start_time", lambda pid: next(looks, born + 1))
+    try:
+        [result] = terminate(proc.pid, timeout_s=1)
+        assert signal.SIGKILL not in sent, sent  # the "later" process was never killed
+        assert result.waited_s < 1  # seen as ended at the first look
+        assert proc.poll() is None  # the process the pid first named was not killed either: it ignores SIGTERM
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_thread_id_is_not_a_live_process():
+    """Thread ids share the pids' numbers and kill() accepts them: a pid that came back as another program's
+    thread must not count as the process kmigrate started."""
+    import threading
+
+    ready, done = threading.Event(), threading.Event()
+    ids = []
+
+    def run():
+        ids.append(threading.get_native_id())
+        ready.set()
+        done.wait(30)
+
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        assert ready.wait(10)
+        assert ids[0] != os.getpid() and os.path.exists(f"/proc/{ids[0]}/stat")  # /proc answers for the thread
+        assert not pid_alive(ids[0])
+        assert pid_alive(os.getpid())
+    finally:
+        done.set()
+        t.join()
