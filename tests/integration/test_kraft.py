@@ -1,0 +1,163 @@
+"""Issue 29, ZooKeeper to KRaft (KIP-866) on real Kafka 3.9.2 processes: the configs ``kmigrate kraft`` renders,
+applied by the sandbox's restarts, and the phases ``kmigrate kraft status`` reads on the way.
+
+One sandbox (1 ZooKeeper server, brokers 101, 205, 310 under the chroot /kafka, one KRaft controller 3000), a
+topic with RF 3 and min.insync.replicas 2 holding a few hundred records, a consumer group with committed offsets.
+The tests run in order, each one a step of the migration: controllers up (the controller waits for every broker,
+named), roll 1 (dual-write, /migration's offset advancing), roll 2 (every broker KRaft, /brokers/ids empty, records
+and offsets all there), finalize.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from migrate.sandbox.kraft import KraftSandbox
+from migrate.sandbox.testing import running_sandbox
+
+from cli_support import run, run_json
+from cluster_waits import wait_for
+
+pytestmark = pytest.mark.integration
+
+BROKERS = (101, 205, 310)
+SANDBOX = dict(zookeeper_ids=(1,), broker_ids=BROKERS, chroot="/kafka")
+TOPIC = "kraft-orders"
+GROUP = "kraft-billing"
+RECORDS = 300
+COMMITTED = {0: 40, 1: 50, 2: 60}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with running_sandbox(SANDBOX) as sandbox:
+        kraft = KraftSandbox(sandbox)
+        kraft.add_controllers((3000,))
+        yield sandbox, kraft
+
+
+@pytest.fixture(scope="module")
+def data(cluster):
+    sandbox, _ = cluster
+    bs = sandbox.bootstrap_servers()
+    AdminClient({"bootstrap.servers": bs}).create_topics([NewTopic(TOPIC, 3, 3, config={"min.insync.replicas": "2"})])[
+        TOPIC].result(timeout=60)
+    p = Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True})
+    for i in range(RECORDS):
+        p.produce(TOPIC, key=str(i).encode(), value=f"v{i}".encode(), partition=i % 3)
+    assert p.flush(60) == 0
+    c = Consumer({"bootstrap.servers": bs, "group.id": GROUP, "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(TOPIC, part, off) for part, off in COMMITTED.items()], asynchronous=False)
+    c.close()
+    return bs
+
+
+def _status(capsys, sandbox, controller: bool = True) -> dict:
+    asked = ["--bootstrap-controller", ",".join(c.address for c in KraftSandbox(sandbox).controller_nodes())] if controller else []
+    code, doc, err = run_json(capsys, "kraft", "status", "--zookeeper", sandbox.zookeeper_connect(chroot=True),
+                              "--bootstrap-server", sandbox.bootstrap_servers(), "--broker-list", ",".join(map(str, BROKERS)),
+                              *asked)
+    assert code == 0, err
+    return doc
+
+
+def _status_until(capsys, sandbox, phase: str, timeout_s: float = 60) -> dict:
+    return wait_for(lambda: (lambda d: d if d["phase"] == phase else None)(_status(capsys, sandbox)),
+                    what=f"kraft status {phase}", timeout_s=timeout_s, interval_s=1)
+
+
+def test_controller_config_is_what_the_sandbox_controller_runs(cluster, capsys):
+    sandbox, kraft = cluster
+    voters = f"3000@{kraft.controllers[0].host}:9093"
+    code, doc, err = run_json(capsys, "kraft", "controller-config", "3000", "--zookeeper", sandbox.zookeeper_connect(chroot=True),
+                              "--bootstrap-server", sandbox.bootstrap_servers(), "--controller-quorum-voters", voters,
+                              "--metadata-log-dir", kraft.controller_nodes()[0].log_dir)
+    assert code == 0, err
+    running = kraft.zookeeper_mode_properties  # noqa: F841 (the broker side is checked in roll 1)
+    with open(f"{kraft.controllers[0].dir}/server.properties") as f:
+        assert [ln for ln in f.read().splitlines() if ln] == doc["lines"]
+    assert doc["config"]["zookeeper.connect"].endswith("/kafka")
+    assert doc["format_command"][1:4] == ["format", "-t", kraft.cluster_id()]
+
+
+def test_controllers_up_the_controller_waits_for_every_broker(cluster, data, capsys):
+    sandbox, _ = cluster
+    doc = _status(capsys, sandbox)
+    assert doc["phase"] == "controllers-ready", doc
+    assert doc["waiting_for"] == list(BROKERS)
+    assert doc["quorum"]["leader_id"] == 3000 and doc["quorum"]["voters"] == [3000]
+    assert doc["zookeeper"]["migration"] is None
+    assert _status(capsys, sandbox, controller=False)["phase"] == "zookeeper"  # no ZooKeeper-mode broker forwards DescribeQuorum
+
+
+def test_roll_1_names_the_brokers_left_then_dual_write_advances(cluster, data, capsys):
+    sandbox, kraft = cluster
+    kraft.restart_broker(BROKERS[0], "migration", health_timeout_s=120)
+    doc = _status(capsys, sandbox)
+    assert doc["phase"] == "waiting-for-brokers", doc
+    assert doc["waiting_for"] == list(BROKERS[1:]) and doc["quorum"]["leader_id"] == 3000
+    # DescribeQuorum's listeners are broker and controller, not zkBroker: a migrating broker does not forward it
+    assert _status(capsys, sandbox, controller=False)["quorum"] is None
+    for b in BROKERS[1:]:
+        kraft.restart_broker(b, "migration", health_timeout_s=120)
+    doc = _status_until(capsys, sandbox, "dual-write")
+    assert doc["zookeeper"]["kraft_controller_epoch"] is not None and doc["zookeeper"]["controller"]["brokerid"] == 3000
+    first = doc["zookeeper"]["migration_offset"]
+    later = wait_for(lambda: (lambda d: d if d["zookeeper"]["migration_offset"] > first else None)(_status(capsys, sandbox)),
+                     what="/migration's offset to advance", timeout_s=30, interval_s=1)
+    assert later["phase"] == "dual-write" and set(later["brokers"].values()) == {"migration"}
+
+
+def test_roll_2_every_broker_kraft_and_nothing_lost(cluster, data, capsys):
+    sandbox, kraft = cluster
+    for i, b in enumerate(BROKERS):
+        kraft.restart_broker(b, "kraft", health_timeout_s=120)
+        doc = _status(capsys, sandbox)
+        assert doc["phase"] == "brokers-kraft", doc
+        assert [int(x) for x, m in doc["brokers"].items() if m == "kraft"] == list(BROKERS[:i + 1])
+    assert doc["zookeeper"]["brokers_ids"] == []
+    bs = sandbox.bootstrap_servers()
+    c = Consumer({"bootstrap.servers": bs, "group.id": GROUP, "enable.auto.commit": False})
+    committed = c.committed([TopicPartition(TOPIC, p) for p in COMMITTED], timeout=30)
+    assert {tp.partition: tp.offset for tp in committed} == COMMITTED
+    c.close()
+    reader = Consumer({"bootstrap.servers": bs, "group.id": "kraft-reader", "auto.offset.reset": "earliest",
+                       "enable.auto.commit": False})
+    reader.assign([TopicPartition(TOPIC, p, 0) for p in range(3)])
+    seen: set[bytes] = set()
+    deadline = time.monotonic() + 60
+    while len(seen) < RECORDS and time.monotonic() < deadline:
+        m = reader.poll(1)
+        if m is not None and not m.error():
+            seen.add(m.key())
+    reader.close()
+    assert seen == {str(i).encode() for i in range(RECORDS)}
+    p = Producer({"bootstrap.servers": bs, "acks": "all"})  # min.insync.replicas 2 still met: the ISR is whole
+    p.produce(TOPIC, key=b"after", value=b"kraft", partition=0)
+    assert p.flush(30) == 0
+
+
+def test_broker_config_kraft_matches_the_running_broker(cluster, capsys):
+    sandbox, kraft = cluster
+    running = kraft.sandbox.broker_properties(BROKERS[1])
+    assert running["process.roles"] == "broker" and running["node.id"] == str(BROKERS[1])
+    assert not [k for k in running if k.startswith("zookeeper.")]
+
+
+def test_finalize(cluster, capsys):
+    sandbox, kraft = cluster
+    kraft.restart_controller(3000, finalize=True)
+    with open(f"{kraft.controllers[0].dir}/server.properties") as f:
+        text = f.read()
+    assert "zookeeper" not in text
+    doc = _status_until(capsys, sandbox, "finalized", timeout_s=90)
+    assert set(doc["brokers"].values()) == {"kraft"}
+    p = Producer({"bootstrap.servers": sandbox.bootstrap_servers(), "acks": "all"})
+    p.produce(TOPIC, key=b"final", value=b"kraft", partition=1)
+    assert p.flush(30) == 0
+    assert json.dumps(doc)
