@@ -1,9 +1,12 @@
-"""The KRaft metadata quorum as Kafka's admin API shows it: DescribeQuorum through kafka-python.
+"""The KRaft metadata quorum as Kafka shows it: DescribeQuorum and the controllers' own configs.
 
-A broker forwards DescribeQuorum to the active controller (``forwardToControllerOrFail``): a ZooKeeper-mode broker
-only once it runs with the migration settings (roll 1), a KRaft broker always. A ZooKeeper-mode broker without
-them answers UNKNOWN_SERVER_ERROR or UNSUPPORTED_VERSION; kmigrate then reads that as "no quorum seen through
-this broker" and asks the next one.
+- Asked of a controller itself, on its controller listener (:func:`describe_quorum_at_controller`,
+  :func:`controller_configs`): a controller has no Metadata API, so no kafka-python client bootstraps on it; one
+  framed request with kafka-python's message classes on a plain socket (PLAINTEXT listeners only), as
+  ``kafka-metadata-quorum --bootstrap-controller`` does. Works from the controllers' first start.
+- Through a broker (:func:`describe_quorum`), which forwards it to the active controller: a KRaft broker only.
+  DescribeQuorum's listeners are ``broker`` and ``controller``, not ``zkBroker``: a ZooKeeper-mode broker, one
+  in migration mode (roll 1) included, does not answer it (seen on 3.9.2).
 """
 
 from __future__ import annotations
