@@ -142,7 +142,9 @@ def status(
     playbook: Optional[Path] = PLAYBOOK_OPTION,
     bootstrap_controller: Optional[str] = typer.Option(
         None, "--bootstrap-controller", help="Controllers' PLAINTEXT controller listeners, host:port[,...], asked "
-                                             "DescribeQuorum first (brokers forward it only once in migration mode)."),
+                                             "DescribeQuorum and their migration flag (default: the playbook's kraft: "
+                                             "controllers, else the controller.quorum.voters the brokers run with after "
+                                             "roll 1; ZooKeeper-mode brokers do not forward DescribeQuorum)."),
     broker_list: Optional[str] = typer.Option(None, "--broker-list", help="Broker ids of the cluster (default: those in "
                                               "/brokers/ids and in assignments); a KRaft broker leaves /brokers/ids."),
     zk_auth: Optional[str] = ZK_AUTH_OPTION,
@@ -155,9 +157,11 @@ def status(
     from migrate.core.kraft.phases import phase_of
     from migrate.runner.kraft.observe import observe
 
-    _, connect, settings, auth = _connection(playbook, zookeeper, bootstrap_server, command_config, zk_auth,
-                                             zk_auth_file, zk_jaas_file, zk_client_config)
+    pb, connect, settings, auth = _connection(playbook, zookeeper, bootstrap_server, command_config, zk_auth,
+                                              zk_auth_file, zk_jaas_file, zk_client_config)
     controllers = tuple(a.strip() for a in (bootstrap_controller or "").split(",") if a.strip())
+    if not controllers and pb is not None and pb.kraft is not None:
+        controllers = tuple(c.address for c in pb.kraft.controllers)
     obs = observe(connect, auth, settings, parse_id_list(broker_list, "--broker-list"), controllers=controllers)
     reading = phase_of(obs)
     q = obs.quorum
@@ -184,6 +188,9 @@ def status(
     console.print("quorum: " + ("no controller answers" if q is None else
                                f"leader {q.leader_id} (epoch {q.leader_epoch}), high watermark {q.high_watermark}, "
                                f"voters {list(q.voters)}, observers {list(q.observers)}"), markup=False)
+    if obs.controller_migration:
+        console.print("controllers: " + ", ".join(f"{c} {'with' if on else 'without'} the migration flag"
+                                                  for c, on in sorted(obs.controller_migration.items())), markup=False)
     console.print(f"ZooKeeper: /controller {obs.controller}, /controller_epoch {obs.controller_epoch}, "
                   f"/migration offset {obs.migration_offset}", markup=False)
 

@@ -140,3 +140,27 @@ def broker_file_configs(settings: ClientSettings, broker_ids: list[int], timeout
         out[b] = {name: (SENSITIVE if e.is_sensitive or e.value is None else e.value) for name, e in sorted(entries.items())
                   if int(getattr(e.source, "value", e.source)) == ConfigSource.STATIC_BROKER_CONFIG.value}
     return out
+
+
+def configured_voters(settings: ClientSettings, broker_ids: list[int], timeout_s: float = 10.0) -> str | None:
+    """``controller.quorum.voters`` as the first of ``broker_ids`` that runs with it reports it (a broker of roll 1
+    or a KRaft broker), or None (no broker has it yet, or none answers)."""
+    from confluent_kafka.admin import ConfigResource
+
+    from migrate.adapters.kafka.client import admin_client
+
+    try:
+        admin = admin_client(settings, timeout_s=timeout_s)
+    except Exception as exc:  # BadInput: the brokers are not reachable; the caller reads without them
+        log.debug("no admin client on %s: %s", settings.bootstrap_servers, exc)
+        return None
+    for b in broker_ids:
+        try:
+            futures = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))], request_timeout=timeout_s)
+            entry = next(iter(futures.values())).result(timeout=timeout_s).get("controller.quorum.voters")
+        except Exception as exc:
+            log.debug("DescribeConfigs of broker %s failed: %s", b, exc)
+            continue
+        if entry is not None and entry.value:
+            return entry.value
+    return None

@@ -30,6 +30,8 @@ def observe(zookeeper_connect: str, auth: list | None, settings: ClientSettings 
 
     hosts, chroot = split_connect(zookeeper_connect)
     raw = migration_znodes(hosts, chroot, auth, timeout_s)
+    if not controllers and settings is not None:  # the quorum a broker of roll 1 (or a KRaft broker) runs with
+        controllers = _controllers_of_brokers(settings, sorted(set(raw["ids"]) | set(known_brokers)), timeout_s)  # type: ignore[arg-type]
     answer = next((a for a in (describe_quorum_at_controller(c, min(timeout_s, 5.0)) for c in controllers) if a), None)
     if answer is None and settings is not None:
         answer = describe_quorum(settings, timeout_s=min(timeout_s, 10.0))
@@ -47,6 +49,14 @@ def observe(zookeeper_connect: str, auth: list | None, settings: ClientSettings 
         known_broker_ids=tuple(known_brokers),
         controller_migration=flags,
     )
+
+
+def _controllers_of_brokers(settings: ClientSettings, broker_ids: list[int], timeout_s: float) -> tuple[str, ...]:
+    """The controllers' ``host:port`` in the ``controller.quorum.voters`` the brokers run with (none before roll 1)."""
+    from migrate.adapters.kafka.quorum import configured_voters
+
+    voters = configured_voters(settings, broker_ids, min(timeout_s, 10.0))
+    return tuple(v.split("@", 1)[1].strip() for v in (voters or "").split(",") if "@" in v)
 
 
 def _migration_flags(controllers: tuple[str, ...], voters: tuple[int, ...], timeout_s: float) -> dict[int, bool]:
