@@ -17,6 +17,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from migrate.adapters.kafka.quorum import describe_quorum
 from migrate.sandbox.kraft import KraftSandbox
 from migrate.sandbox.testing import running_sandbox
 
@@ -112,6 +113,7 @@ def test_roll_1_names_the_brokers_left_then_dual_write_advances(cluster, data, c
     later = wait_for(lambda: (lambda d: d if d["zookeeper"]["migration_offset"] > first else None)(_status(capsys, sandbox)),
                      what="/migration's offset to advance", timeout_s=30, interval_s=1)
     assert later["phase"] == "dual-write" and set(later["brokers"].values()) == {"migration"}
+    assert describe_quorum(sandbox.client_settings()) is None  # no ZooKeeper-mode broker answers DescribeQuorum
 
 
 def test_roll_2_every_broker_kraft_and_nothing_lost(cluster, data, capsys):
@@ -122,6 +124,7 @@ def test_roll_2_every_broker_kraft_and_nothing_lost(cluster, data, capsys):
         assert doc["phase"] == "brokers-kraft", doc
         assert [int(x) for x, m in doc["brokers"].items() if m == "kraft"] == list(BROKERS[:i + 1])
     assert doc["zookeeper"]["brokers_ids"] == []
+    assert describe_quorum(sandbox.client_settings())["topics"][0]["partitions"][0]["leader_id"] == 3000  # KRaft brokers forward it
     bs = sandbox.bootstrap_servers()
     c = Consumer({"bootstrap.servers": bs, "group.id": GROUP, "enable.auto.commit": False})
     committed = c.committed([TopicPartition(TOPIC, p) for p in COMMITTED], timeout=30)
