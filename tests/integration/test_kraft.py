@@ -46,8 +46,8 @@ def cluster():
 def data(cluster):
     sandbox, _ = cluster
     bs = sandbox.bootstrap_servers()
-    AdminClient({"bootstrap.servers": bs}).create_topics([NewTopic(TOPIC, 3, 3, config={"min.insync.replicas": "2"})])[
-        TOPIC].result(timeout=60)
+    admin = AdminClient({"bootstrap.servers": bs})  # kept: a collected client fails its futures
+    admin.create_topics([NewTopic(TOPIC, 3, 3, config={"min.insync.replicas": "2"})])[TOPIC].result(timeout=60)
     p = Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True})
     for i in range(RECORDS):
         p.produce(TOPIC, key=str(i).encode(), value=f"v{i}".encode(), partition=i % 3)
