@@ -91,7 +91,8 @@ def test_controllers_up_the_controller_waits_for_every_broker(cluster, data, cap
     assert doc["phase"] == "controllers-ready", doc
     assert doc["waiting_for"] == list(BROKERS)
     assert doc["quorum"]["leader_id"] == 3000 and doc["quorum"]["voters"] == [3000]
-    assert doc["zookeeper"]["migration"] is None
+    assert doc["zookeeper"]["migration_offset"] == -1  # the controller wrote /migration at its start: nothing copied yet
+    assert doc["zookeeper"]["kraft_controller_epoch"] is None  # a ZooKeeper-mode broker is the controller (epoch -1)
     assert _status(capsys, sandbox, controller=False)["phase"] == "zookeeper"  # no ZooKeeper-mode broker forwards DescribeQuorum
 
 
