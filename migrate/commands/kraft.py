@@ -224,6 +224,10 @@ def controller_config(
     props = kc.controller_finalized_config(inputs, controller_id) if finalize else kc.controller_config(inputs, controller_id)
     command = kc.format_command(inputs.cluster_id, config_file, kafka_bin)
     notes = [] if finalize else kc.controller_notes(inputs)
+    hidden = [k for k, v in props.items() if v.startswith("<sensitive")]
+    if hidden:
+        notes.append(f"hidden by the brokers (DescribeConfigs), copy from a broker's server.properties or give "
+                     f"--broker-properties: {', '.join(hidden)}")
     extra = ["", "# format its metadata log dir once, before its first start:", shlex.join(command)] if not finalize else [
         "", "# the point of no return: after this roll the cluster cannot go back to ZooKeeper"]
     _emit(output, props, f"controller {controller_id}" + (" (finalized)" if finalize else " (ZooKeeper migration)"),
