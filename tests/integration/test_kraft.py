@@ -161,7 +161,11 @@ def test_finalize(cluster, capsys):
         text = f.read()
     assert "zookeeper" not in text
     doc = _status_until(capsys, sandbox, "finalized", timeout_s=90)
-    assert set(doc["brokers"].values()) == {"kraft"}
+    assert doc["controllers_migration_flag"] == {"3000": False}
+    # the restarted controller sees each broker again once it fetches (until then its mode reads "unknown")
+    doc = wait_for(lambda: (lambda d: d if set(d["brokers"].values()) == {"kraft"} else None)(_status(capsys, sandbox)),
+                   what="every broker seen by the finalized quorum", timeout_s=60, interval_s=1)
+    assert doc["phase"] == "finalized"
     p = Producer({"bootstrap.servers": sandbox.bootstrap_servers(), "acks": "all"})
     p.produce(TOPIC, key=b"final", value=b"kraft", partition=1)
     assert p.flush(30) == 0
