@@ -36,8 +36,14 @@ class KafkaProbe:
     def offsets_topic_led(self) -> bool:
         """Ask for a group's offsets (which has the brokers create ``__consumer_offsets``); True once every
         partition of it has a leader."""
-        try:  # 1 s: while there is no coordinator the answer never comes in time (with 10 s, every sandbox up waited 10 s)
-            self._admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(_GROUP)])[_GROUP].result(timeout=1)
+        # 1 s: while there is no coordinator the answer never comes in time (with 10 s, every sandbox up waited 10 s).
+        # The client ends the request at 1 s itself and the wait is for that end: a future left running when the
+        # probe (and its client) is dropped is answered later into a freed client, and the process dies (a
+        # segfault in librdkafka: a pytest worker lost twice right after a sandbox came up)
+        future = self._admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(_GROUP)],
+                                                          request_timeout=1.0)[_GROUP]
+        try:
+            future.result(timeout=60)
         except Exception:  # the coordinator is not there yet: the request still made the brokers create the topic
             pass
         md = self._admin.list_topics(timeout=10)
