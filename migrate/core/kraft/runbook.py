@@ -8,7 +8,7 @@ followed by the gate kmigrate reads from the cluster:
 1. the partitions move (the plan's own steps, when the playbook maps brokers), then :func:`kraft_steps`:
    the pre-check, a ``verify`` snapshot, each controller (its config, ``kafka-storage format``, start), the
    quorum gate, broker roll 1 (migration settings) and its gate (dual-write), broker roll 2 (KRaft brokers)
-   and its gate, the soak (``kraft status``, ``verify compare``, the canary; ``kraft rollback`` is possible
+   and its gate, the soak (``kraft status``, ``verify compare``, the canary; Kafka's documented rollback is possible
    until here), the point of no return, finalize (the controllers' roll without the migration flag) and
    ZooKeeper's retirement.
 
@@ -33,7 +33,6 @@ KRAFT_COMMANDS = {
     "status": "kmigrate kraft status --playbook {playbook}",
     "broker_config": "kmigrate kraft broker-config {id} --phase {phase} --playbook {playbook}",
     "finalize": "kmigrate kraft controller-config {id} --finalize --playbook {playbook}",
-    "rollback": "kmigrate kraft rollback --playbook {playbook}",
     "verify_snapshot": "kmigrate verify snapshot -o before-kraft.json --bootstrap-server {bootstrap}",
     "verify_compare": "kmigrate verify compare before-kraft.json",
     "canary": "kmigrate canary --bootstrap-server {bootstrap} --duration 24h",
@@ -41,6 +40,8 @@ KRAFT_COMMANDS = {
 }
 """Command templates of the KRaft steps (``{playbook}``, ``{bootstrap}``; ``{id}`` and ``{phase}`` per node)."""
 
+ROLLBACK_BY_HAND = ("Kafka's documented rollback (stop the KRaft controllers, delete /controller and /migration in "
+                    "ZooKeeper, roll the brokers back to their ZooKeeper-mode config)")
 POINT_OF_NO_RETURN = "point of no return: finalize leaves no way back to ZooKeeper"
 Step = tuple[str, str, str, str]  # (actor, command, description, check)
 
@@ -153,10 +154,10 @@ def kraft_steps(
          "phase brokers-kraft with every broker KRaft; /migration's metadata offset advances"),
         ("kmigrate", c["verify_compare"],
          f"Soak as long as you need: `{c['status']}`, the canary, your clients. Until the finalize step "
-         f"`{c['rollback']}` takes the cluster back to ZooKeeper mode.",
+         f"{ROLLBACK_BY_HAND} takes the cluster back to ZooKeeper mode (kmigrate has no rollback command yet).",
          "no record lost or changed; the canary lost nothing; /migration's offset still advances"),
         ("operator", POINT_OF_NO_RETURN,
-         "After the next step there is no way back: the controllers stop writing to ZooKeeper, rollback is refused, "
+         "After the next step there is no way back: the controllers stop writing to ZooKeeper, no rollback is possible, "
          "and ZooKeeper's copy of the metadata goes stale. Go on only once the soak is clean.",
          "the soak above is clean and you choose to leave ZooKeeper for good"),
         ("operator", "rolling restart of the controllers with the finalized config (finalize)",
