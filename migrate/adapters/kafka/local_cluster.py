@@ -10,11 +10,13 @@ from __future__ import annotations
 import logging
 from typing import Iterable
 
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from migrate.adapters import LIBRDKAFKA_LOG
+from migrate.adapters.kafka.client import kafka_python_config
 from migrate.adapters.kafka.topics import every_partition_led
+from migrate.core.clientconfig import ClientSettings
 
 _QUIET = logging.getLogger("kmigrate.sandbox.librdkafka")  # librdkafka's connection noise while nodes start
 _GROUP = "kmigrate-sandbox"
@@ -24,6 +26,7 @@ class KafkaProbe:
     """An admin client on a local cluster (or one of its brokers), asked one question at a time."""
 
     def __init__(self, bootstrap: str, socket_timeout_ms: int | None = None, settings: dict[str, str] | None = None):
+        self._bootstrap, self._settings = bootstrap, dict(settings or {})
         conf: dict[str, object] = {**(settings or {}), "bootstrap.servers": bootstrap, "logger": _QUIET}
         if socket_timeout_ms is not None:
             conf["socket.timeout.ms"] = socket_timeout_ms
@@ -34,20 +37,31 @@ class KafkaProbe:
         return set(self._admin.list_topics(timeout=timeout_s).brokers)
 
     def offsets_topic_led(self) -> bool:
-        """Ask for a group's offsets (which has the brokers create ``__consumer_offsets``); True once every
-        partition of it has a leader."""
-        # 1 s: while there is no coordinator the answer never comes in time (with 10 s, every sandbox up waited 10 s).
-        # The client ends the request at 1 s itself and the wait is for that end: a future left running when the
-        # probe (and its client) is dropped is answered later into a freed client, and the process dies (a
-        # segfault in librdkafka: a pytest worker lost twice right after a sandbox came up)
-        future = self._admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(_GROUP)],
-                                                          request_timeout=1.0)[_GROUP]
-        try:
-            future.result(timeout=60)
-        except Exception:  # the coordinator is not there yet: the request still made the brokers create the topic
-            pass
+        """Ask for a group's coordinator (which has the brokers create ``__consumer_offsets``); True once every
+        partition of it has a leader.
+
+        The question goes through kafka-python, one FindCoordinator answered at once (COORDINATOR_NOT_AVAILABLE
+        while the topic is being created): librdkafka's ListConsumerGroupOffsets, asked before the coordinator
+        exists, aborted the whole Python process now and then (``Fatal Python error: Aborted`` inside its wait; three
+        pytest workers lost on a busy host), whether its request was left running or timed out by the client."""
+        self._ask_for_a_coordinator()
         md = self._admin.list_topics(timeout=10)
         return every_partition_led(md.topics.get("__consumer_offsets"))
+
+    def _ask_for_a_coordinator(self) -> None:
+        from kafka.admin import KafkaAdminClient
+
+        try:
+            client = KafkaAdminClient(**kafka_python_config(ClientSettings(self._bootstrap, self._settings),
+                                                            request_timeout_ms=5000, client_id="kmigrate-sandbox"))
+        except Exception:  # not reachable yet: the next look asks again
+            return
+        try:
+            client.list_group_offsets(_GROUP)
+        except Exception:  # no coordinator yet: the request still made the brokers create the topic
+            pass
+        finally:
+            client.close()
 
 
 def broker_serves(address: str, broker_id: int, settings: dict[str, str] | None = None) -> bool:
