@@ -46,9 +46,15 @@ def _thread_of_another(pid: int) -> bool:
 
 def process_state(pid: int) -> str | None:
     """The one-letter state of ``pid`` from /proc (``R``, ``S``, ``Z`` ...), or None when there is no such process."""
+    fields = _stat_fields(f"/proc/{pid}/stat")
+    return fields[0] if fields else None
+
+
+def _stat_fields(path: str) -> list[str] | None:
+    """The fields of a /proc ``stat`` file after the command name (state first), or None when it cannot be read."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
+        with open(path) as f:
+            return f.read().rsplit(")", 1)[1].split() or None
     except (OSError, IndexError):
         return None
 
@@ -60,13 +66,8 @@ def stopped(pid: int) -> bool:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return False
-    states = []
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/stat") as f:
-                states.append(f.read().rsplit(")", 1)[1].split()[0])
-        except (OSError, IndexError):
-            continue  # a thread that ended meanwhile
+    states = [fields[0] for fields in (_stat_fields(f"/proc/{pid}/task/{task}/stat") for task in tasks)
+              if fields]  # a thread that ended meanwhile has none
     return bool(states) and all(state in ("T", "t") for state in states)
 
 
@@ -172,10 +173,10 @@ def terminate(*pids: int, timeout_s: float = 30.0, group: bool = False, kill_wai
 def start_time(pid: int) -> int | None:
     """When ``pid`` started (clock ticks since boot, /proc's ``starttime``), or None when there is no such
     process: with the pid, it names one process (a pid alone may name a later one)."""
+    fields = _stat_fields(f"/proc/{pid}/stat")
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
+        return int(fields[19]) if fields else None
+    except (IndexError, ValueError):
         return None
 
 
