@@ -14,16 +14,18 @@ operator to copy) or, whole, from ``--broker-properties`` (a broker's server.pro
 from __future__ import annotations
 
 import shlex
+from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
 from migrate.commands.common import (
-    OUTPUT_OPTION, ZK_CLIENT_CONFIG_OPTION, ZK_JAAS_FILE_OPTION, OutputFormat, console, emit_json, parse_id_list,
+    OUTPUT_OPTION, ZK_CLIENT_CONFIG_OPTION, ZK_JAAS_FILE_OPTION, OutputFormat, console, emit_json, err_console,
+    parse_id_list,
 )
 from migrate.commands.options import COMMAND_CONFIG_OPTION, PLAYBOOK_OPTION, ZK_AUTH_FILE_OPTION, ZK_AUTH_OPTION
-from migrate.errors import BadInput
+from migrate.errors import EXIT_FAILURE, BadInput
 
 app = typer.Typer(help="ZooKeeper mode to KRaft (KIP-866): the migration's phase, and each step's config.",
                   no_args_is_help=True)
@@ -35,6 +37,10 @@ BOOTSTRAP_OPTION = typer.Option(None, "--bootstrap-server", envvar="KAFKA_BOOTST
 VOTERS_OPTION = typer.Option(None, "--controller-quorum-voters",
                              help="The new controllers as Kafka's controller.quorum.voters: id@host:port,... "
                                   "(default: the playbook's kraft: section).")
+CONTROLLER_COMMAND_CONFIG_OPTION = typer.Option(
+    None, "--controller-command-config",
+    help="Kafka client properties (security.protocol, SASL, TLS) for the controllers' controller listener (default: "
+         "--command-config's, with the playbook's kraft.security_protocol when there is one; PLAINTEXT without either).")
 BROKER_PROPERTIES_OPTION = typer.Option(
     None, "--broker-properties", help="A broker's server.properties, read whole (secrets included) instead of "
                                       "DescribeConfigs; repeat for several brokers (its broker.id says which).")
@@ -56,6 +62,32 @@ def _connection(playbook: Optional[Path], zookeeper: Optional[str], bootstrap_se
     settings = client_settings(bootstrap, command_config) if bootstrap else None
     auth = parse_auth(read_zk_auth(zk_auth, zk_auth_file), zk_jaas(zk_jaas_file), zk_client_config(zk_client_config_file))
     return pb, connect, settings, auth
+
+
+def _controller_settings(pb, command_config: Optional[Path], controller_command_config: Optional[Path],
+                         controllers: tuple[str, ...], settings):
+    """The client settings kmigrate connects to the controllers' controller listener with (None: PLAINTEXT):
+    ``--controller-command-config`` as it is; else ``--command-config``'s (the brokers' clients), with the protocol
+    of the playbook's ``kraft.security_protocol`` when the playbook has a kraft: section (kmigrate renders the
+    controller listener with that protocol, PLAINTEXT unless set)."""
+    from dataclasses import replace
+
+    from migrate.files import client_settings
+
+    where = ",".join(controllers) or (settings.bootstrap_servers if settings is not None else "controller:9093")
+    if controller_command_config is not None:
+        return client_settings(where, controller_command_config)
+    if command_config is None:
+        return None
+    base = client_settings(where, command_config)
+    protocol = pb.kraft.security_protocol if pb is not None and pb.kraft is not None else None
+    if protocol is None:
+        return base
+    if protocol == "PLAINTEXT":
+        return None
+    keep = {k: v for k, v in base.settings.items()
+            if not (k.startswith("sasl.") and "SASL" not in protocol) and not (k.startswith("ssl.") and "SSL" not in protocol)}
+    return replace(base, settings={**keep, "security.protocol": protocol.lower()})
 
 
 def parse_voters(text: str) -> tuple:
@@ -120,6 +152,29 @@ def _inputs(playbook, zookeeper, bootstrap_server, command_config, zk_auth, zk_a
     return read_inputs(connect, auth, controllers, settings, _broker_files(broker_properties), **options)
 
 
+def _finalize_inputs(playbook, zookeeper, bootstrap_server, command_config, controller_command_config, zk_auth,
+                     zk_auth_file, zk_jaas_file, zk_client_config, voters, metadata_log_dir):
+    """The inputs of a finalized controller config, once the cluster shows every broker KRaft (BadInput naming the
+    brokers left behind otherwise: KAFKA-20960). The finalized config needs no broker setting: none is read."""
+    from migrate.core.kraft.config import KraftInputs
+    from migrate.core.kraft.gates import finalize_refusal
+    from migrate.runner.kraft.gates import OfflinePartitions
+    from migrate.runner.kraft.observe import observe
+
+    pb, connect, settings, auth = _connection(playbook, zookeeper, bootstrap_server, command_config, zk_auth,
+                                              zk_auth_file, zk_jaas_file, zk_client_config)
+    controllers, options = _controllers(pb, voters, metadata_log_dir)
+    addresses = tuple(c.address for c in controllers)
+    csettings = _controller_settings(pb, command_config, controller_command_config, addresses, settings)
+    obs = observe(connect, auth, settings, controllers=addresses, controller_settings=csettings)
+    refusal = finalize_refusal(obs, OfflinePartitions(settings)(), addresses)
+    if refusal:
+        raise BadInput(refusal)
+    if not obs.cluster_id:
+        raise BadInput("no cluster id in /cluster/id: check the chroot of --zookeeper (the brokers' zookeeper.connect)")
+    return KraftInputs(obs.cluster_id, {}, controllers, **options)
+
+
 def _emit(output: OutputFormat, props: dict[str, str], title: str, doc: dict, extra: list[str] = ()) -> None:
     from migrate.core.kraft.config import lines
 
@@ -141,34 +196,75 @@ def status(
     command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
     playbook: Optional[Path] = PLAYBOOK_OPTION,
     bootstrap_controller: Optional[str] = typer.Option(
-        None, "--bootstrap-controller", help="Controllers' PLAINTEXT controller listeners, host:port[,...], asked "
+        None, "--bootstrap-controller", help="Controllers' controller listeners, host:port[,...], asked "
                                              "DescribeQuorum and their migration flag (default: the playbook's kraft: "
                                              "controllers, else the controller.quorum.voters the brokers run with after "
                                              "roll 1; ZooKeeper-mode brokers do not forward DescribeQuorum)."),
+    controller_command_config: Optional[Path] = CONTROLLER_COMMAND_CONFIG_OPTION,
     broker_list: Optional[str] = typer.Option(None, "--broker-list", help="Broker ids of the cluster (default: those in "
                                               "/brokers/ids and in assignments); a KRaft broker leaves /brokers/ids."),
+    wait_for: Optional[str] = typer.Option(
+        None, "--wait-for", help="Wait at a gate until its checks hold, then exit 0 (1 at --timeout, saying what it waits "
+                                 "for): controllers-ready (after the controllers start), dual-write (after roll 1), "
+                                 "brokers-kraft (after roll 2), finalized (after the controller roll)."),
+    timeout: str = typer.Option("10m", "--timeout", help="With --wait-for: how long to wait (30s, 10m, 1h)."),
+    interval: str = typer.Option("2s", "--interval", help="With --wait-for: time between two readings."),
+    check_count: int = typer.Option(3, "--check-count", help="With --wait-for: passing readings in a row that count."),
     zk_auth: Optional[str] = ZK_AUTH_OPTION,
     zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
     zk_jaas_file: Optional[Path] = ZK_JAAS_FILE_OPTION,
     zk_client_config: Optional[Path] = ZK_CLIENT_CONFIG_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """The migration's phase, each broker's mode, the quorum leader and /migration's offset (read from ZooKeeper and DescribeQuorum)."""
+    """The migration's phase, each broker's mode, the quorum leader and /migration's offset (read from ZooKeeper and DescribeQuorum); with --wait-for, the gate between two steps."""
+    from migrate.core.kraft.gates import Gate, parse_gate
     from migrate.core.kraft.phases import phase_of
+    from migrate.core.units import parse_duration
     from migrate.runner.kraft.observe import observe
 
+    gate = None
+    if wait_for is not None:
+        gate = parse_gate(wait_for)
+        if gate is None:
+            raise BadInput(f"--wait-for {wait_for!r}: choose one of {', '.join(g.value for g in Gate)}")
+        timeout_s, interval_s = parse_duration(timeout, "--timeout"), parse_duration(interval, "--interval")
+        if check_count < 1:
+            raise BadInput(f"--check-count {check_count}: give 1 or more passing readings in a row")
     pb, connect, settings, auth = _connection(playbook, zookeeper, bootstrap_server, command_config, zk_auth,
                                               zk_auth_file, zk_jaas_file, zk_client_config)
     controllers = tuple(a.strip() for a in (bootstrap_controller or "").split(",") if a.strip())
     if not controllers and pb is not None and pb.kraft is not None:
         controllers = tuple(c.address for c in pb.kraft.controllers)
-    obs = observe(connect, auth, settings, parse_id_list(broker_list, "--broker-list"), controllers=controllers)
-    reading = phase_of(obs)
+    csettings = _controller_settings(pb, command_config, controller_command_config, controllers, settings)
+    known = parse_id_list(broker_list, "--broker-list")
+    if gate is None:
+        obs = observe(connect, auth, settings, known, controllers=controllers, controller_settings=csettings)
+        _print_status(obs, phase_of(obs), output)
+        return
+    from migrate.runner.kraft.gates import reader, wait_for_gate
+
+    with _gate_view(output) as on_check:
+        watch = wait_for_gate(reader(connect, auth, settings, gate, known, controllers, csettings), gate,
+                              timeout_s=timeout_s, interval_s=interval_s, check_count=check_count,
+                              controllers=controllers, on_check=on_check)
+    _print_status(watch.last_observation, watch.last.phase, output, gate={
+        "gate": gate.value, "passed": watch.passed, "checks": watch.checks, "consecutive": watch.consecutive,
+        "check_count": check_count, "timeout_s": timeout_s, "waiting_for": list(watch.missing),
+        "past": watch.last.past, "summary": watch.summary()})
+    if not watch.passed:
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def _print_status(obs, reading, output: OutputFormat, gate: dict | None = None) -> None:
+    from migrate.core.kraft.gates import waiting_reasons
+
     q = obs.quorum
+    reasons = {b: why for b, why in waiting_reasons(obs).items()} if q is not None and q.has_leader else {}
     doc = {
         "phase": reading.phase.value,
         "detail": reading.detail,
         "waiting_for": list(reading.waiting_for),
+        "waiting_reasons": {str(b): reasons[b] for b in reading.waiting_for if b in reasons},
         "brokers": {str(b): m for b, m in reading.broker_modes(obs.brokers).items()},
         "cluster_id": obs.cluster_id,
         "quorum": None if q is None else {"leader_id": q.leader_id, "leader_epoch": q.leader_epoch,
@@ -179,10 +275,15 @@ def status(
                       "controller_epoch": obs.controller_epoch, "migration": obs.migration,
                       "kraft_controller_epoch": obs.kraft_controller_epoch, "migration_offset": obs.migration_offset},
     }
+    if gate is not None:
+        doc["gate"] = gate
     if output == OutputFormat.json:
         emit_json(doc)
         return
-    console.print(f"phase: {reading.phase.value}: {reading.detail}", markup=False)
+    console.print(f"phase: {reading.phase.value}: {reading.detail}", markup=False, soft_wrap=True)
+    for b in reading.waiting_for:
+        if b in reasons:
+            console.print(f"  waiting for broker {b}: {reasons[b]}", markup=False, soft_wrap=True)
     console.print("brokers: " + (", ".join(f"{b} {m}" for b, m in reading.broker_modes(obs.brokers).items()) or "none"),
                   markup=False)
     console.print("quorum: " + ("no controller answers" if q is None else
@@ -193,6 +294,27 @@ def status(
                                                   for c, on in sorted(obs.controller_migration.items())), markup=False)
     console.print(f"ZooKeeper: /controller {obs.controller}, /controller_epoch {obs.controller_epoch}, "
                   f"/migration offset {obs.migration_offset}", markup=False)
+    if gate is not None:
+        passed = gate["passed"]
+        console.print(f"gate {gate['gate']}: " + ("passed" + (" (the migration is already past it)" if gate["past"] else "")
+                                                  if passed else f"NOT passed after {gate['timeout_s']:g} s; waiting for "
+                                                  + "; ".join(gate["waiting_for"])),
+                      style="green" if passed else "red", markup=False, soft_wrap=True)
+
+
+@contextmanager
+def _gate_view(output: OutputFormat):
+    """Progress of a wait on stderr (stdout keeps the result): one line per reading whose summary changed, and one at
+    least every 30 s."""
+    state = {"last": None, "at": -1e9}
+
+    def show(p) -> None:
+        line = p.watch.summary()
+        if line != state["last"] or p.elapsed_s - state["at"] >= 30:
+            err_console.print(f"reading {p.number} ({p.elapsed_s:.0f} s): {line}", markup=False, soft_wrap=True)
+            state["last"], state["at"] = line, p.elapsed_s
+
+    yield show
 
 
 @app.command("controller-config")
@@ -209,7 +331,10 @@ def controller_config(
                                     help="Where the controller's properties go on its host (named in the format command)."),
     kafka_bin: str = typer.Option("bin", "--kafka-bin", help="Kafka's bin directory on the controller's host."),
     finalize: bool = typer.Option(False, "--finalize", help="The config after finalize: no migration flag, no ZooKeeper "
-                                  "(no way back to ZooKeeper once the controllers run it)."),
+                                  "(no way back to ZooKeeper once the controllers run it). Refused (exit 2) unless "
+                                  "every broker is a KRaft broker seen by the quorum and no partition is offline, read "
+                                  "from the cluster (ZooKeeper, the controllers, --bootstrap-server)."),
+    controller_command_config: Optional[Path] = CONTROLLER_COMMAND_CONFIG_OPTION,
     zk_auth: Optional[str] = ZK_AUTH_OPTION,
     zk_auth_file: Optional[Path] = ZK_AUTH_FILE_OPTION,
     zk_jaas_file: Optional[Path] = ZK_JAAS_FILE_OPTION,
@@ -219,8 +344,13 @@ def controller_config(
     """A new controller's server.properties (the migration flag, zookeeper.connect and its security, the quorum) and its kafka-storage format command with the cluster id read from ZooKeeper."""
     from migrate.core.kraft import config as kc
 
-    inputs = _inputs(playbook, zookeeper, bootstrap_server, command_config, zk_auth, zk_auth_file, zk_jaas_file,
-                     zk_client_config, controller_quorum_voters, metadata_log_dir, broker_properties)
+    if finalize:
+        inputs = _finalize_inputs(playbook, zookeeper, bootstrap_server, command_config, controller_command_config,
+                                  zk_auth, zk_auth_file, zk_jaas_file, zk_client_config, controller_quorum_voters,
+                                  metadata_log_dir)
+    else:
+        inputs = _inputs(playbook, zookeeper, bootstrap_server, command_config, zk_auth, zk_auth_file, zk_jaas_file,
+                         zk_client_config, controller_quorum_voters, metadata_log_dir, broker_properties)
     props = kc.controller_finalized_config(inputs, controller_id) if finalize else kc.controller_config(inputs, controller_id)
     command = kc.format_command(inputs.cluster_id, config_file, kafka_bin)
     notes = [] if finalize else kc.controller_notes(inputs)

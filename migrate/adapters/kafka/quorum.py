@@ -2,7 +2,8 @@
 
 - Asked of a controller itself, on its controller listener (:func:`describe_quorum_at_controller`,
   :func:`controller_configs`): a controller has no Metadata API, so no kafka-python client bootstraps on it; one
-  framed request with kafka-python's message classes on a plain socket (PLAINTEXT listeners only), as
+  connection of kafka-python's own (``kafka.net.KafkaNetClient``: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL as the
+  ``--controller-command-config`` says) sends the request to the address without a Metadata request, as
   ``kafka-metadata-quorum --bootstrap-controller`` does. Works from the controllers' first start.
 - Through a broker (:func:`describe_quorum`), which forwards it to the active controller: a KRaft broker only.
   DescribeQuorum's listeners are ``broker`` and ``controller``, not ``zkBroker``: a ZooKeeper-mode broker, one
@@ -51,37 +52,58 @@ def describe_quorum(settings: ClientSettings, timeout_s: float = 10.0) -> dict |
 DESCRIBE_QUORUM_VERSION = 1  # 3.4+ (v1 adds the replicas' fetch timestamps); 3.9 answers 0..2
 
 
-def _ask_controller(address: str, request, response_class, version: int, timeout_s: float) -> dict | None:
-    """One request to a controller's PLAINTEXT controller listener, on a plain socket (a controller has no Metadata
-    API, so no kafka-python client can bootstrap on it; ``kafka-metadata-quorum --bootstrap-controller`` does the
-    same from Java); its answer as a dict, or None when it does not answer (down, not a controller, TLS/SASL)."""
-    import socket
-    import struct
+def _ask_controller(address: str, request, version: int, timeout_s: float,
+                    settings: ClientSettings | None = None) -> dict | None:
+    """One request to a controller's controller listener, on one connection of kafka-python's own (``KafkaNetClient``:
+    ApiVersions, then TLS and SASL as ``settings`` say; PLAINTEXT without them). No Metadata request: a controller has
+    no Metadata API, so no kafka-python client can bootstrap on it (``kafka-metadata-quorum --bootstrap-controller``
+    does the same from Java). Its answer as a dict, or None when it does not answer (down, not a controller, another
+    protocol). BadInput when the controller refuses the login or the certificate (no retry cures that)."""
+    import kafka.errors as Errors
+    from kafka.net import KafkaNetClient
 
+    from migrate.core.clientconfig import ClientSettings as Settings
     from migrate.core.units import split_host_port
+    from migrate.errors import BadInput
 
-    host, port = split_host_port(address, 9093, "--bootstrap-controller")
+    split_host_port(address, 9093, "--bootstrap-controller")  # BadInput on a malformed address
+    base = settings if settings is not None else Settings(address)
     request.API_VERSION = version
-    request.with_header(correlation_id=1, client_id="kmigrate-kraft")
+    client = None
     try:
-        with socket.create_connection((host, port), timeout=timeout_s) as sock:
-            sock.sendall(request.encode(header=True, framed=True))
-            size = struct.unpack(">i", _read_exactly(sock, 4))[0]
-            data = _read_exactly(sock, size)
-        return response_class.decode(data, version=version, header=True).to_dict()
-    except (OSError, ValueError, struct.error) as exc:
+        client = KafkaNetClient(**kafka_python_config(
+            replace(base, bootstrap_servers=address),
+            request_timeout_ms=int(timeout_s * 1000), socket_connection_setup_timeout_ms=int(timeout_s * 1000),
+            reconnect_backoff_ms=int(timeout_s * 1000), client_id="kmigrate-kraft"))
+        node = client.cluster.bootstrap_brokers()[0].node_id
+        answer = client.send_and_receive(node, request, timeout_ms=int(timeout_s * 1000))
+        return answer.to_dict()
+    except (Errors.SaslAuthenticationFailedError, Errors.AuthorizationError) as exc:
+        raise BadInput(f"controller {address} refused kmigrate's login ({exc}): check --controller-command-config "
+                       "(the controller listener's security.protocol, sasl.mechanism and sasl.jaas.config)") from None
+    except Exception as exc:  # down, restarting, not a controller, a protocol it does not speak
+        if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+            raise BadInput(f"controller {address}: its certificate is not trusted ({exc}): give the CA in "
+                           "--controller-command-config (ssl.truststore.location)") from None
         log.debug("%s at controller %s failed: %s", type(request).__name__, address, exc)
         return None
+    finally:
+        if client is not None:
+            try:
+                client.close()
+            except Exception:
+                pass
 
 
-def describe_quorum_at_controller(address: str, timeout_s: float = 5.0) -> dict | None:
-    """DescribeQuorum asked of the controller at ``address`` (``host:port``) itself; None when it does not answer."""
-    from kafka.protocol.admin.cluster import DescribeQuorumRequest, DescribeQuorumResponse
+def describe_quorum_at_controller(address: str, timeout_s: float = 5.0, settings: ClientSettings | None = None) -> dict | None:
+    """DescribeQuorum asked of the controller at ``address`` (``host:port``) itself, connected as ``settings`` say
+    (their security settings; None: PLAINTEXT); None when it does not answer."""
+    from kafka.protocol.admin.cluster import DescribeQuorumRequest
 
     topic = DescribeQuorumRequest.TopicData
     request = DescribeQuorumRequest(topics=[topic(topic_name="__cluster_metadata",
                                                   partitions=[topic.PartitionData(partition_index=0)])])
-    answer = _ask_controller(address, request, DescribeQuorumResponse, DESCRIBE_QUORUM_VERSION, timeout_s)
+    answer = _ask_controller(address, request, DESCRIBE_QUORUM_VERSION, timeout_s, settings)
     if answer is None:
         return None
     part = answer["topics"][0]["partitions"][0]
@@ -91,30 +113,20 @@ def describe_quorum_at_controller(address: str, timeout_s: float = 5.0) -> dict 
     return answer
 
 
-def controller_configs(address: str, node_id: int, names: tuple[str, ...], timeout_s: float = 5.0) -> dict[str, str | None] | None:
+def controller_configs(address: str, node_id: int, names: tuple[str, ...], timeout_s: float = 5.0,
+                       settings: ClientSettings | None = None) -> dict[str, str | None] | None:
     """The named configs of controller ``node_id`` as it runs them (DescribeConfigs on its controller listener,
     KIP-919), e.g. ``zookeeper.metadata.migration.enable``; None when it does not answer."""
-    from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
+    from kafka.protocol.admin.configs import DescribeConfigsRequest
 
     resource = DescribeConfigsRequest.DescribeConfigsResource(resource_type=4, resource_name=str(node_id),
                                                               configuration_keys=list(names))
     answer = _ask_controller(address, DescribeConfigsRequest(resources=[resource], include_synonyms=False,
                                                              include_documentation=False),
-                             DescribeConfigsResponse, 4, timeout_s)
+                             4, timeout_s, settings)
     if answer is None or not answer.get("results") or answer["results"][0].get("error_code"):
         return None
     return {c["name"]: c["value"] for c in answer["results"][0].get("configs") or []}
-
-
-def _read_exactly(sock, n: int) -> bytes:
-    chunks, got = [], 0
-    while got < n:
-        chunk = sock.recv(min(65536, n - got))
-        if not chunk:
-            raise OSError("connection closed mid-answer")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
 
 
 SENSITIVE = "<sensitive: copy it from the broker's server.properties>"

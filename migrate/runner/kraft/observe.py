@@ -21,10 +21,11 @@ from migrate.errors import BadInput
 
 def observe(zookeeper_connect: str, auth: list | None, settings: ClientSettings | None,
             known_brokers: tuple[int, ...] = (), timeout_s: float = 15.0,
-            controllers: tuple[str, ...] = ()) -> Observation:
+            controllers: tuple[str, ...] = (), controller_settings: ClientSettings | None = None) -> Observation:
     """One reading: ZooKeeper under the chroot of ``zookeeper_connect``, and DescribeQuorum asked of the
-    ``controllers`` (``host:port`` of their PLAINTEXT controller listener) first, else through the brokers of
-    ``settings`` (which forward it once they run with the migration settings; None: not asked)."""
+    ``controllers`` (``host:port`` of their controller listener, connected with the security settings of
+    ``controller_settings``; None: PLAINTEXT) first, else through the brokers of ``settings`` (which forward it
+    once they run with the migration settings; None: not asked)."""
     from migrate.adapters.kafka.quorum import describe_quorum, describe_quorum_at_controller
     from migrate.adapters.zookeeper.client import migration_znodes
 
@@ -32,11 +33,11 @@ def observe(zookeeper_connect: str, auth: list | None, settings: ClientSettings 
     raw = migration_znodes(hosts, chroot, auth, timeout_s)
     if not controllers and settings is not None:  # the quorum a broker of roll 1 (or a KRaft broker) runs with
         controllers = _controllers_of_brokers(settings, sorted(set(raw["ids"]) | set(known_brokers)), timeout_s)  # type: ignore[arg-type]
-    answer = next((a for a in (describe_quorum_at_controller(c, min(timeout_s, 5.0)) for c in controllers) if a), None)
+    answer = next((a for a in (describe_quorum_at_controller(c, min(timeout_s, 5.0), controller_settings) for c in controllers) if a), None)
     if answer is None and settings is not None:
         answer = describe_quorum(settings, timeout_s=min(timeout_s, 10.0))
     quorum = parse_quorum(answer) if answer is not None else None
-    flags = _migration_flags(controllers, quorum.voters if quorum is not None else (), timeout_s)
+    flags = _migration_flags(controllers, quorum.voters if quorum is not None else (), timeout_s, controller_settings)
     cluster = parse_json_znode(raw["/cluster/id"])  # type: ignore[arg-type]
     return Observation(
         cluster_id=(cluster or {}).get("id"),
@@ -59,7 +60,8 @@ def _controllers_of_brokers(settings: ClientSettings, broker_ids: list[int], tim
     return tuple(v.split("@", 1)[1].strip() for v in (voters or "").split(",") if "@" in v)
 
 
-def _migration_flags(controllers: tuple[str, ...], voters: tuple[int, ...], timeout_s: float) -> dict[int, bool]:
+def _migration_flags(controllers: tuple[str, ...], voters: tuple[int, ...], timeout_s: float,
+                     controller_settings: ClientSettings | None = None) -> dict[int, bool]:
     """Controller id -> whether it runs with ``zookeeper.metadata.migration.enable`` (each address asked about each
     voter id: a controller describes its own config only)."""
     from migrate.adapters.kafka.quorum import controller_configs
@@ -69,7 +71,7 @@ def _migration_flags(controllers: tuple[str, ...], voters: tuple[int, ...], time
     flags: dict[int, bool] = {}
     for address in controllers:
         for node in (v for v in voters if v not in flags):
-            got = controller_configs(address, node, (MIGRATION_FLAG,), min(timeout_s, 5.0))
+            got = controller_configs(address, node, (MIGRATION_FLAG,), min(timeout_s, 5.0), controller_settings)
             if got is not None and got.get(MIGRATION_FLAG) is not None:
                 flags[node] = str(got[MIGRATION_FLAG]).strip().lower() == "true"
                 break

@@ -27,9 +27,37 @@ def test_bad_voters_are_one_line(text):
     (["controller-config", "3000", "--zookeeper", "127.0.0.1:9", "--controller-quorum-voters", "3000-c1"],
      "expected id@host:port"),
     (["status"], "no ZooKeeper given"),
+    (["status", "--zookeeper", "127.0.0.1:9", "--wait-for", "soak"],
+     "--wait-for 'soak': choose one of controllers-ready, dual-write, brokers-kraft, finalized"),
+    (["status", "--zookeeper", "127.0.0.1:9", "--wait-for", "dual-write", "--check-count", "0"], "--check-count 0"),
+    (["status", "--zookeeper", "127.0.0.1:9", "--wait-for", "dual-write", "--timeout", "soon"], "--timeout"),
 ])
 def test_bad_input_exits_2_naming_the_fix(args, message, monkeypatch):
     monkeypatch.delenv("ZOOKEEPER_CONNECT", raising=False)
     r = subprocess.run([sys.executable, "-m", "migrate", "kraft", *args], capture_output=True, text=True, timeout=60,
                        env={k: v for k, v in __import__("os").environ.items() if k != "ZOOKEEPER_CONNECT"})
     assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_controller_settings_follow_the_playbooks_controller_protocol(tmp_path):
+    """--controller-command-config as it is; else --command-config's with the playbook's kraft.security_protocol
+    (PLAINTEXT: no security settings at all); without a playbook, --command-config's."""
+    from types import SimpleNamespace
+
+    from migrate.commands.kraft import _controller_settings
+
+    conf = tmp_path / "client.properties"
+    conf.write_text("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config=org.apache.kafka.common."
+                    "security.plain.PlainLoginModule required username=\"a\" password=\"b\";\n")
+    own = tmp_path / "controller.properties"
+    own.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config=org.apache.kafka.common."
+                   "security.plain.PlainLoginModule required username=\"c\" password=\"d\";\n")
+    c = ("c1:9093",)
+    pb = lambda protocol: SimpleNamespace(kraft=SimpleNamespace(security_protocol=protocol))  # noqa: E731
+    assert _controller_settings(None, None, None, c, None) is None
+    assert _controller_settings(None, conf, None, c, None).settings["security.protocol"].upper() == "SASL_SSL"
+    assert _controller_settings(pb("PLAINTEXT"), conf, None, c, None) is None
+    plain = _controller_settings(pb("SASL_PLAINTEXT"), conf, None, c, None)
+    assert plain.settings["security.protocol"] == "sasl_plaintext" and plain.settings["sasl.username"] == "a"
+    mine = _controller_settings(pb("PLAINTEXT"), conf, own, c, None)
+    assert mine.settings["sasl.username"] == "c" and mine.bootstrap_servers == "c1:9093"
