@@ -408,3 +408,8 @@ def broker_config(
 from migrate.commands.kraft_precheck import precheck  # noqa: E402
 
 app.command("precheck")(precheck)
+
+# the way back before finalize, in a module of its own (kmigrate kraft rollback)
+from migrate.commands.kraft_rollback import rollback  # noqa: E402
+
+app.command("rollback")(rollback)

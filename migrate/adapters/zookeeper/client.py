@@ -391,6 +391,47 @@ def migration_znodes(hosts: str, chroot: str, auth: list | None, timeout_s: floa
         return out
 
 
+def znodes_with_versions(hosts: str, chroot: str, auth: list | None, paths: tuple[str, ...],
+                         timeout_s: float = 15.0) -> dict[str, tuple[bytes, int] | None]:
+    """Each of ``paths`` under ``chroot``: (data, version), or None when absent; one session."""
+    out: dict[str, tuple[bytes, int] | None] = {}
+    with ZooKeeper.connect(hosts, auth, timeout_s) as zk:
+        for path in paths:
+            try:
+                data, stat = zk._zk.get(chroot + path)
+                out[path] = (data or b"", stat.version)
+            except NoNodeError:
+                out[path] = None
+    return out
+
+
+def rollback_migration_znodes(hosts: str, chroot: str, auth: list | None, *, controller_version: int | None,
+                              migration_version: int | None, epoch: tuple[int, int] | None,
+                              timeout_s: float = 15.0) -> bool:
+    """The KRaft rollback's one ZooKeeper transaction under ``chroot``: ``/controller_epoch`` set to ``epoch[0]``
+    (when given: (value, version read)), ``/controller`` deleted (when ``controller_version`` is given) and
+    ``/migration`` deleted (when ``migration_version`` is given), each conditional on the version read. True when
+    committed; False when a znode moved or went since it was read (nothing written: read again)."""
+    with ZooKeeper.connect(hosts, auth, timeout_s) as zk:
+        t = zk._zk.transaction()
+        if epoch is not None:
+            t.set_data(chroot + "/controller_epoch", str(epoch[0]).encode(), version=epoch[1])
+        if controller_version is not None:
+            t.delete(chroot + "/controller", version=controller_version)
+        if migration_version is not None:
+            t.delete(chroot + "/migration", version=migration_version)
+        try:
+            results = t.commit()
+        except NoAuthError as exc:
+            raise BadInput(f"ZooKeeper at {hosts} refused the rollback's writes under {chroot or '/'} ({exc}): give the "
+                           "brokers' ZooKeeper identity (--zk-auth, --zk-jaas-file)") from exc
+        failed = [r for r in results if isinstance(r, Exception)]
+        if any(isinstance(r, NoAuthError) for r in failed):
+            raise BadInput(f"ZooKeeper at {hosts} refused the rollback's writes under {chroot or '/'}: give the "
+                           "brokers' ZooKeeper identity (--zk-auth, --zk-jaas-file)")
+        return not failed
+
+
 def committed_config_from(addresses: list[str], auth: list[tuple[str, str]] | None, timeout_s: float = 15.0) -> DynamicConfig:
     """Read the committed config through a fresh session on ``addresses`` (the lost-answer check)."""
     with ZooKeeper.connect(",".join(addresses), auth, timeout_s) as zk:

@@ -8,9 +8,9 @@ followed by the gate kmigrate reads from the cluster:
 1. the partitions move (the plan's own steps, when the playbook maps brokers), then :func:`kraft_steps`:
    the pre-check, a ``verify`` snapshot, each controller (its config, ``kafka-storage format``, start), the
    quorum gate, broker roll 1 (migration settings) and its gate (dual-write), broker roll 2 (KRaft brokers)
-   and its gate, the soak (``kraft status``, ``verify compare``, the canary; Kafka's documented rollback is possible
-   until here), the point of no return, finalize (the controllers' roll without the migration flag) and
-   ZooKeeper's retirement.
+   and its gate, the soak (``kraft status``, ``verify compare``, the canary; ``kmigrate kraft rollback``, Kafka's
+   documented rollback, is possible until here), the point of no return, finalize (the controllers' roll without the
+   migration flag) and ZooKeeper's retirement.
 
 The commands are :data:`KRAFT_COMMANDS`; steps are :class:`~migrate.core.plan.document.RunbookStep`.
 No I/O.
@@ -37,11 +37,10 @@ KRAFT_COMMANDS = {
     "verify_compare": "kmigrate verify compare before-kraft.json",
     "canary": "kmigrate canary --bootstrap-server {bootstrap} --duration 24h",
     "health": "kmigrate health --bootstrap-server {bootstrap} --wait",
+    "rollback": "kmigrate kraft rollback --playbook {playbook}",
 }
 """Command templates of the KRaft steps (``{playbook}``, ``{bootstrap}``; ``{id}`` and ``{phase}`` per node)."""
 
-ROLLBACK_BY_HAND = ("Kafka's documented rollback (stop the KRaft controllers, delete /controller and /migration in "
-                    "ZooKeeper, roll the brokers back to their ZooKeeper-mode config)")
 POINT_OF_NO_RETURN = "point of no return: finalize leaves no way back to ZooKeeper"
 Step = tuple[str, str, str, str]  # (actor, command, description, check)
 
@@ -154,7 +153,9 @@ def kraft_steps(
          "phase brokers-kraft with every broker KRaft; /migration's metadata offset advances"),
         ("kmigrate", c["verify_compare"],
          f"Soak as long as you need: `{c['status']}`, the canary, your clients. Until the finalize step "
-         f"{ROLLBACK_BY_HAND} takes the cluster back to ZooKeeper mode (kmigrate has no rollback command yet).",
+         f"`{c['rollback']}` takes the cluster back to ZooKeeper mode (Kafka's documented rollback: it names each "
+         "operator step, the brokers back to roll 1, the controllers stopped, and the broker roll back, waits for it, "
+         "and deletes /controller and /migration itself).",
          "no record lost or changed; the canary lost nothing; /migration's offset still advances"),
         ("operator", POINT_OF_NO_RETURN,
          "After the next step there is no way back: the controllers stop writing to ZooKeeper, no rollback is possible, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from migrate.core.kraft.runbook import KRAFT_COMMANDS, POINT_OF_NO_RETURN, ROLLBACK_BY_HAND
+from migrate.core.kraft.runbook import KRAFT_COMMANDS, POINT_OF_NO_RETURN
 from migrate.core.plan.document import plan_from_json, plan_to_json
 from migrate.core.plan.planner import build_plan
 
@@ -64,7 +64,7 @@ def test_leaving_zookeeper_only_gives_every_phase_in_order_with_its_gate():
     for roll in (steps[7], steps[9]):  # a health gate after every broker restart
         assert "kmigrate health --bootstrap-server b1:9092 --wait" in roll.description
     assert "phase dual-write" in steps[8].check and "phase controllers-ready" in steps[6].check
-    rollback = ROLLBACK_BY_HAND
+    rollback = "kmigrate kraft rollback --playbook "
     assert [s.number for s in steps if rollback in s.description] == [12]  # offered during the soak, before the point
     assert "no way back" in steps[12].description and "no rollback is possible" in steps[12].description
     assert f"kmigrate kraft controller-config C --finalize --playbook {pb}`" in steps[13].description

@@ -1,0 +1,1 @@
+"""Kafka reads of the ZooKeeper-to-KRaft migration that are not about the quorum (``adapters/kafka/quorum``)."""

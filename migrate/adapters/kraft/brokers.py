@@ -1,0 +1,49 @@
+"""What the brokers show during a KRaft rollback: each one's ``zookeeper.metadata.migration.enable`` as it runs
+(DescribeConfigs: ZooKeeper-mode brokers answer it, the flag reads ``false`` without it) and the partitions with no
+leader (the metadata a broker serves)."""
+
+from __future__ import annotations
+
+import logging
+
+from migrate.core.clientconfig import ClientSettings
+
+log = logging.getLogger("kmigrate.kafka")
+
+
+def broker_migration_flags(settings: ClientSettings, broker_ids: tuple[int, ...], flag: str,
+                           timeout_s: float = 10.0) -> dict[int, bool]:
+    """Broker id -> whether it runs with ``flag`` set to true; a broker that does not answer is left out (as are
+    all when no broker answers)."""
+    from confluent_kafka.admin import ConfigResource
+
+    from migrate.adapters.kafka.client import admin_client
+
+    try:
+        admin = admin_client(settings, timeout_s=timeout_s)
+    except Exception as exc:  # BadInput: no broker reachable right now (they are restarting)
+        log.debug("no admin client on %s: %s", settings.bootstrap_servers, exc)
+        return {}
+    out: dict[int, bool] = {}
+    for b in broker_ids:  # librdkafka takes one BROKER resource per call
+        try:
+            futures = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))], request_timeout=timeout_s)
+            entry = next(iter(futures.values())).result(timeout=timeout_s).get(flag)
+        except Exception as exc:
+            log.debug("DescribeConfigs of broker %s failed: %s", b, exc)
+            continue
+        out[b] = entry is not None and str(entry.value).strip().lower() == "true"
+    return out
+
+
+def offline_partitions(settings: ClientSettings, timeout_s: float = 10.0) -> tuple[str, ...] | None:
+    """``topic-partition`` of every partition without a leader in the metadata; None when no broker answers."""
+    from migrate.adapters.kafka.client import admin_client
+
+    try:
+        md = admin_client(settings, timeout_s=timeout_s).list_topics(timeout=timeout_s)
+    except Exception as exc:
+        log.debug("metadata from %s failed: %s", settings.bootstrap_servers, exc)
+        return None
+    return tuple(f"{name}-{p.id}" for name, t in sorted(md.topics.items())
+                 for p in sorted(t.partitions.values(), key=lambda x: x.id) if p.leader < 0)
