@@ -72,6 +72,21 @@ def _status_until(capsys, sandbox, phase: str, timeout_s: float = 60) -> dict:
                     what=f"kraft status {phase}", timeout_s=timeout_s, interval_s=1)
 
 
+def _gate(capsys, sandbox, gate: str, *extra: str) -> tuple[int, dict, str]:
+    """``kraft status --wait-for GATE`` (the gates, issue 29) on the sandbox's controllers."""
+    controllers = ",".join(c.address for c in KraftSandbox(sandbox).controller_nodes())
+    return run_json(capsys, "kraft", "status", "--zookeeper", sandbox.zookeeper_connect(chroot=True), "--bootstrap-server",
+                    sandbox.bootstrap_servers(), "--broker-list", ",".join(map(str, BROKERS)), "--bootstrap-controller",
+                    controllers, "--wait-for", gate, "--interval", "0.5s", *extra)
+
+
+def _finalize(capsys, sandbox, kraft) -> tuple[int, dict, str]:
+    node = kraft.controller_nodes()[0]
+    return run_json(capsys, "kraft", "controller-config", str(node.id), "--finalize", "--zookeeper",
+                    sandbox.zookeeper_connect(chroot=True), "--bootstrap-server", sandbox.bootstrap_servers(),
+                    "--controller-quorum-voters", node.voter, "--metadata-log-dir", node.log_dir)
+
+
 def test_controller_config_is_what_the_sandbox_controller_runs(cluster, capsys):
     sandbox, kraft = cluster
     voters = f"3000@{kraft.controllers[0].host}:9093"
@@ -96,6 +111,21 @@ def test_controllers_up_the_controller_waits_for_every_broker(cluster, data, cap
     assert _status(capsys, sandbox, controller=False)["phase"] == "zookeeper"  # no ZooKeeper-mode broker forwards DescribeQuorum
 
 
+def test_gates_before_roll_1_controllers_ready_passes_dual_write_times_out_naming_the_brokers(cluster, data, capsys):
+    sandbox, kraft = cluster
+    code, doc, err = _gate(capsys, sandbox, "controllers-ready", "--timeout", "30s")
+    assert code == 0 and doc["gate"]["passed"] and doc["gate"]["consecutive"] == 3, (doc, err)
+    assert "reading 3 (" in err and "gate controllers-ready passed" in err  # progress on stderr
+    code, doc, err = _gate(capsys, sandbox, "dual-write", "--timeout", "2s")
+    assert code == 1 and not doc["gate"]["passed"], (doc, err)
+    waiting = doc["gate"]["waiting_for"]
+    assert waiting[0].startswith("/controller has no kraftControllerEpoch") and "/migration's metadata offset is -1" in waiting[1]
+    assert [w.split(":")[0] for w in waiting[2:]] == [f"broker {b} not registered with KRaft" for b in BROKERS]
+    assert doc["waiting_reasons"]["205"].startswith("in ZooKeeper mode, not registered with KRaft")
+    code, _, err = _finalize(capsys, sandbox, kraft)
+    assert code == 2 and "refusing to finalize" in err and "brokers 101, 205, 310 in ZooKeeper mode" in err, err
+
+
 def test_roll_1_names_the_brokers_left_then_dual_write_advances(cluster, data, capsys):
     sandbox, kraft = cluster
     kraft.restart_broker(BROKERS[0], "migration", health_timeout_s=120)
@@ -117,6 +147,21 @@ def test_roll_1_names_the_brokers_left_then_dual_write_advances(cluster, data, c
     assert describe_quorum(sandbox.client_settings()) is None  # no ZooKeeper-mode broker answers DescribeQuorum
 
 
+def test_gate_dual_write_after_roll_1(cluster, data, capsys):
+    sandbox, _ = cluster
+    code, doc, err = _gate(capsys, sandbox, "dual-write", "--timeout", "60s")
+    assert code == 0 and doc["gate"]["passed"] and doc["phase"] == "dual-write", (doc, err)
+    assert doc["zookeeper"]["migration_offset"] >= 0 and doc["zookeeper"]["kraft_controller_epoch"] is not None
+
+
+def _finalize_refused_mid_roll_2(capsys, sandbox, kraft, kraft_brokers: tuple[int, ...]) -> None:
+    """KAFKA-20960: Kafka lets the controllers finalize before every broker re-registered; kmigrate refuses."""
+    code, doc, err = _finalize(capsys, sandbox, kraft)
+    left = [b for b in BROKERS if b not in kraft_brokers]
+    assert code == 2 and doc == {} and len(err.strip().splitlines()) == 1, (code, err)
+    assert f"brokers {', '.join(map(str, left))} in migration mode (roll 1's config), still in /brokers/ids" in err, err
+
+
 def test_roll_2_every_broker_kraft_and_nothing_lost(cluster, data, capsys):
     sandbox, kraft = cluster
     for i, b in enumerate(BROKERS):
@@ -124,6 +169,8 @@ def test_roll_2_every_broker_kraft_and_nothing_lost(cluster, data, capsys):
         doc = _status(capsys, sandbox)
         assert doc["phase"] == "brokers-kraft", doc
         assert [int(x) for x, m in doc["brokers"].items() if m == "kraft"] == list(BROKERS[:i + 1])
+        if i == 0:
+            _finalize_refused_mid_roll_2(capsys, sandbox, kraft, BROKERS[:1])
     assert doc["zookeeper"]["brokers_ids"] == []
     assert describe_quorum(sandbox.client_settings())["topics"][0]["partitions"][0]["leader_id"] == 3000  # KRaft brokers forward it
     bs = sandbox.bootstrap_servers()
@@ -154,6 +201,15 @@ def test_broker_config_kraft_matches_the_running_broker(cluster, capsys):
     assert not [k for k in running if k.startswith("zookeeper.")]
 
 
+def test_gate_brokers_kraft_then_finalize_allowed(cluster, capsys):
+    sandbox, kraft = cluster
+    code, doc, err = _gate(capsys, sandbox, "brokers-kraft", "--timeout", "60s")
+    assert code == 0 and doc["gate"]["passed"] and doc["zookeeper"]["brokers_ids"] == [], (doc, err)
+    code, doc, err = _finalize(capsys, sandbox, kraft)
+    assert code == 0, err
+    assert "zookeeper.connect" not in doc["config"] and "zookeeper.metadata.migration.enable" not in doc["config"]
+
+
 def test_finalize(cluster, capsys):
     sandbox, kraft = cluster
     kraft.restart_controller(3000, finalize=True)
@@ -170,3 +226,13 @@ def test_finalize(cluster, capsys):
     p.produce(TOPIC, key=b"final", value=b"kraft", partition=1)
     assert p.flush(30) == 0
     assert json.dumps(doc)
+
+
+def test_gate_finalized_and_the_finalized_config_is_what_the_controller_runs(cluster, capsys):
+    sandbox, kraft = cluster
+    code, doc, err = _gate(capsys, sandbox, "finalized", "--timeout", "60s")
+    assert code == 0 and doc["gate"]["passed"] and doc["controllers_migration_flag"] == {"3000": False}, (doc, err)
+    code, doc, err = _finalize(capsys, sandbox, kraft)
+    assert code == 0, err
+    with open(f"{kraft.controllers[0].dir}/server.properties") as f:
+        assert [ln for ln in f.read().splitlines() if ln] == doc["lines"]
