@@ -29,13 +29,21 @@ def demo(
     cross_cluster: bool = typer.Option(False, "--cross-cluster", help="Instead: copy the source to a second, separate "
                                        "cluster with MirrorMaker 2 (mirror start, status --wait, cutover, stop) and switch "
                                        "the canary's producer and consumer group to it (--scale defaults to 0.1 there)."),
+    kraft: bool = typer.Option(False, "--kraft", help="Instead: move the brokers to new nodes in ZooKeeper mode, then "
+                               "leave ZooKeeper (KRaft, KIP-866: controller, two rolls, finalize, ZooKeeper stopped), "
+                               "with seeded SIGKILLs of kmigrate in each phase."),
+    seed: int = typer.Option(29, "--seed", help="With --kraft: the seed of the moments kmigrate's commands are "
+                             "SIGKILLed (and run again); -1: no kill."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Run the whole migration on a sandbox: plan, ZooKeeper swap, partitions, verify, decommission, under a canary."""
+    if kraft and cross_cluster:
+        raise BadInput("--kraft and --cross-cluster are two different demos: choose one")
     work = directory or Path(tempfile.mkdtemp(prefix="kmigrate-demo-"))
     if output == OutputFormat.text:
         console.print(f"kmigrate demo in {work}: " + (
             "a cluster copied to a separate one by MirrorMaker 2, its clients switched, live" if cross_cluster else
+            "3 brokers move to 3 new ones in ZooKeeper mode, then the cluster leaves ZooKeeper for KRaft, live" if kraft else
             "3 ZooKeeper servers and 3 brokers move to 3 new of each, live"))
     status = console.status("starting") if output == OutputFormat.text else None
 
@@ -53,6 +61,11 @@ def demo(
         if security.lower() != "plaintext":
             raise BadInput("--cross-cluster runs on plaintext sandboxes only for now: leave out --security")
         run = CrossClusterDemo(work, ip_prefix=ip_prefix, records_scale=0.1 if scale == 1.0 else scale, progress=progress)
+    elif kraft:
+        from migrate.sandbox.demo_kraft import KraftDemo
+
+        run = KraftDemo(work, ip_prefix=ip_prefix, throttle=throttle, records_scale=scale, progress=progress, security=security.lower(),
+                        kill_seed=None if seed < 0 else seed)
     else:
         run = Demo(work, ip_prefix=ip_prefix, throttle=throttle, records_scale=scale, progress=progress,
                    security=security.lower())
@@ -69,6 +82,8 @@ def demo(
                 shutil.rmtree(work, ignore_errors=True)
     if output == OutputFormat.json:
         emit_json(report.to_dict())
+    elif kraft:
+        show_kraft_report(report, keep)
     else:
         table = Table(title="kmigrate demo" + (" --cross-cluster" if cross_cluster else ""))
         for col in ("phase", "seconds", "result"):  # a connect string or an id is folded, never cut
@@ -93,3 +108,44 @@ def demo(
             console.print(f"sandbox left running: kmigrate sandbox status --dir {run.sandbox.dir}")
     if not report.ok:
         raise typer.Exit(EXIT_FAILURE)
+
+
+def show_kraft_report(report, keep: bool) -> None:
+    """The human summary of ``demo --kraft``: each phase with its time and the canary's p99 and stall there,
+    the kills, verify, the state compared, what ran without ZooKeeper, the canary's whole report."""
+    table = Table(title="kmigrate demo --kraft")
+    for col in ("phase", "seconds", "canary p99 ms", "stall s", "result"):
+        table.add_column(col, overflow="fold")
+    for phase in report.phases:
+        c = getattr(phase, "canary", None) or {}
+        stall = ("" if not c else f"{c['longest_stall_s']:.2f} (longest so far)" if c.get("longest_stall_s") is not None
+                 else f"< {c['stall_below_s']:.2f}")
+        p99 = "" if c.get("latency_p99_ms") is None else f"{c['latency_p99_ms']:.0f}"
+        table.add_row(phase.name, f"{phase.seconds:.1f}", p99, stall, phase.detail)
+    console.print(table)
+    for k in report.kills:
+        console.print(f"SIGKILL: {k['command']} after {k['after_s']:.2f} s: "
+                      + ("killed, then run again to the end" if k["killed"] else f"had finished (exit {k['exit']}), run again"),
+                      markup=False)
+    console.print(f"moved {report.partitions_moved} partitions of {report.topics_moved} topics in ZooKeeper mode")
+    for name, doc in (("verify (KRaft brokers, before finalize)", report.verify),
+                      ("verify (after finalize, ZooKeeper stopped)", report.verify_after_zookeeper)):
+        console.print(f"{name}: " + ("every partition matches" if doc.get("ok") else "DIFFERENCES FOUND" if doc else "not run"))
+    if report.state_compared:
+        console.print("group offsets, topic configs, ACLs: " + ("the same after as before" if not report.state_differences
+                                                                 else "; ".join(report.state_differences)), markup=False)
+    status = report.kraft_status
+    console.print(f"KRaft: phase {status.get('phase', 'not reached')}, brokers "
+                  f"{', '.join(f'{b} {m}' for b, m in (status.get('brokers') or {}).items()) or '?'}; "
+                  f"ZooKeeper {'stopped' if report.zookeeper_stopped else 'NOT stopped'}", markup=False)
+    for what, doc in report.without_zookeeper.items():
+        console.print(f"without ZooKeeper, kmigrate {what}: exit {doc['exit']}: {doc['last_line']}", markup=False)
+    if report.canary is not None:
+        console.print(report_table(report.canary, title="canary during the whole migration"))
+        stall = report.longest_stall_s
+        console.print(f"longest stall {stall:.2f} s (target <= {report.stall_target_s:.0f} s: "
+                      f"{'met' if stall <= report.stall_target_s else 'NOT met'})")
+    for f in report.failed:
+        console.print(f"FAILED: {f}", markup=False)
+    if keep:
+        console.print(f"sandbox left running: kmigrate sandbox status --dir {report.sandbox_dir}")

@@ -98,3 +98,39 @@ def produce_records(bootstrap: str, records: Iterable[tuple[str, bytes, bytes]],
         if i % 2000 == 0:
             producer.poll(0)
     return producer.flush(timeout_s)
+
+
+def produce_transactions(bootstrap: str, topic: str, transactional_id: str,
+                         batches: Iterable[tuple[list[tuple[bytes, bytes]], bool]], timeout_s: float = 60,
+                         settings: dict[str, str] | None = None) -> tuple[int, int]:
+    """Write each batch of ``(key, value)`` records to ``topic`` in a transaction of its own, committed when its
+    flag is True, aborted otherwise; return (records committed, records aborted). Raises on a failed transaction."""
+    producer = Producer({**(settings or {}), "bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                         "acks": "all", "enable.idempotence": True, "logger": LIBRDKAFKA_LOG})
+    producer.init_transactions(timeout_s)
+    committed = aborted = 0
+    for records, commit in batches:
+        producer.begin_transaction()
+        for key, value in records:
+            producer.produce(topic, key=key, value=value)
+        producer.flush(timeout_s)  # every record of an aborted batch is written before its abort marker
+        if commit:
+            producer.commit_transaction(timeout_s)
+            committed += len(records)
+        else:
+            producer.abort_transaction(timeout_s)
+            aborted += len(records)
+    return committed, aborted
+
+
+def commit_group_offsets(bootstrap: str, group: str, offsets: dict[tuple[str, int], int], timeout_s: float = 60,
+                         settings: dict[str, str] | None = None) -> None:
+    """Commit ``offsets`` ((topic, partition) -> offset) for consumer group ``group`` (no member joins it)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({**(settings or {}), "bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False, "logger": LIBRDKAFKA_LOG, "socket.timeout.ms": int(timeout_s * 1000)})
+    try:
+        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())], asynchronous=False)
+    finally:
+        consumer.close()

@@ -1,0 +1,43 @@
+"""``kmigrate demo --kraft`` without servers: its playbook is valid and names the controller where the sandbox puts
+it, and the before/after comparison of group offsets, topic configs and ACLs finds each kind of difference."""
+
+from __future__ import annotations
+
+from migrate.files import load_playbook
+from migrate.sandbox.demo_kraft import KraftDemo, compare_state
+
+STATE = {"offsets": {"billing": {"orders/0": 10, "orders/1": 12}},
+         "configs": {"customers": {"cleanup.policy": "compact", "min.insync.replicas": "2"}},
+         "acls": ["User:kmigrate ALLOW READ TOPIC:LITERAL:* from *"]}
+
+
+def test_the_demo_playbook_parses_with_its_kraft_controller(tmp_path):
+    demo = KraftDemo(tmp_path / "demo", ip_prefix="127.0.77")
+    path = tmp_path / "playbook.yaml"
+    path.write_text(demo.playbook_text())
+    pb = load_playbook(path)
+    assert [(c.id, c.host) for c in pb.kraft.controllers] == [(3000, "127.0.77.7")]
+    assert pb.zookeeper.connect.endswith("/kafka")
+    assert pb.kraft.metadata_log_dir.endswith("controller-3000/metadata")
+    assert {o: n for o, n in pb.brokers.mapping.items()} == {1: 4, 2: 5, 3: 6}
+
+
+def test_the_same_state_has_no_difference():
+    assert compare_state(STATE, {**STATE}) == []
+
+
+def test_each_kind_of_difference_is_named():
+    after = {"offsets": {"billing": {"orders/0": 10}},
+             "configs": {"customers": {"cleanup.policy": "delete", "min.insync.replicas": "2"}},
+             "acls": ["User:kmigrate ALLOW READ TOPIC:LITERAL:* from *", "User:x ALLOW ALL TOPIC:LITERAL:* from *"]}
+    assert compare_state(STATE, after) == [
+        "group billing orders/1: committed offset 12 before, None after",
+        "topic customers cleanup.policy: compact before, delete after",
+        "ACL User:x ALLOW ALL TOPIC:LITERAL:* from *: new after",
+    ]
+
+
+def test_a_topic_gone_and_acls_lost_with_the_authorizer():
+    after = {"offsets": STATE["offsets"], "configs": {}, "acls": None}
+    assert compare_state(STATE, after) == ["topic customers: gone after",
+                                           "ACL User:kmigrate ALLOW READ TOPIC:LITERAL:* from *: gone after"]
