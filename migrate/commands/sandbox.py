@@ -245,7 +245,8 @@ def restart_broker(
                                       f"{KAFKA_RANGE_TEXT}."),
     kraft_phase: Optional[str] = typer.Option(
         None, "--kraft-phase", help="ZooKeeper to KRaft: migration (roll 1: the migration lines added) or kraft "
-                                    "(roll 2: a KRaft broker), with the config of kmigrate kraft broker-config."),
+                                    "(roll 2: a KRaft broker), with the config of kmigrate kraft broker-config; "
+                                    "zookeeper (the rollback: its ZooKeeper-mode config again)."),
     timeout: str = HEALTH_TIMEOUT_OPTION,
     directory: Optional[Path] = DIR_OPTION,
 ) -> None:
@@ -309,3 +310,23 @@ def restart_controller(
     with err_console.status(f"{what}: restarting"):
         KraftSandbox(sandbox).restart_controller(controller_id, finalize=finalize)
     err_console.print(f"{what}: restarted" + (" (finalized)" if finalize else ""), markup=False)
+
+
+@app.command("stop-controllers")
+def stop_controllers(directory: Optional[Path] = DIR_OPTION) -> None:
+    """Stop every KRaft controller (the rollback's deprovision step; their files stay for kmigrate sandbox reformat-controllers)."""
+    from migrate.sandbox.kraft import KraftSandbox
+
+    stopped = KraftSandbox(Sandbox(directory)).stop_controllers()
+    err_console.print(f"stopped {', '.join(stopped)}" if stopped else "no KRaft controller was running", markup=False)
+
+
+@app.command("reformat-controllers")
+def reformat_controllers(directory: Optional[Path] = DIR_OPTION) -> None:
+    """A new migration attempt after a rollback: stop the KRaft controllers, wipe their metadata dirs, format them again with the cluster id and start them."""
+    from migrate.sandbox.kraft import KraftSandbox
+
+    sandbox = Sandbox(directory)
+    with err_console.status("reformatting the KRaft controllers") as status:
+        KraftSandbox(sandbox).reformat_controllers(progress=lambda msg: status.update(msg))
+    err_console.print("KRaft controllers formatted again and started", markup=False)

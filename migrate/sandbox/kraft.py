@@ -11,6 +11,9 @@ migration (KIP-866), each with the config kmigrate renders (``migrate.core.kraft
   ``server.properties.zookeeper``: the configs of every phase are rendered from it.
 - ``restart_controller(id, finalize)``: the same controller config again, or without the migration flag and
   ZooKeeper (finalize: no way back after it).
+- The rollback (``kmigrate kraft rollback``): ``stop_controllers`` (deprovision), ``restart_broker(id, "zookeeper")``
+  (back to the ZooKeeper-mode config kept), and ``reformat_controllers`` for a new attempt (their metadata dirs wiped,
+  formatted again with the cluster id, started: the docs want a fresh quorum for a retry).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from migrate.waiting import wait_until
 CONTROLLER_KIND = "controller"
 FIRST_CONTROLLER_ID = 3000
 ZOOKEEPER_MODE_FILE = "server.properties.zookeeper"
-PHASES = ("migration", "kraft")
+PHASES = ("migration", "kraft", "zookeeper")
 
 
 def _read(path: Path) -> dict[str, str]:
@@ -188,20 +191,50 @@ class KraftSandbox:
         self._launch(node)
         self.wait_controllers([name], timeout_s)
 
+    def stop_controllers(self, timeout_s: float = 60) -> list[str]:
+        """Stop every running controller (the rollback's deprovision; their files stay); the names stopped."""
+        running = [n for n in self.controllers if self.sandbox.is_alive(n.name)]
+        if running:
+            self.sandbox.processes.stop(running, timeout_s)
+        return [n.name for n in running]
+
+    def reformat_controllers(self, progress: Callable[[str], None] = lambda msg: None, timeout_s: float = 120) -> None:
+        """A new migration attempt after a rollback: stop the controllers, wipe their metadata dirs, write their
+        migration config again, format them with the cluster id from ZooKeeper and start them."""
+        if not self.controllers:
+            raise BadInput("this sandbox has no KRaft controllers: add them (kmigrate sandbox add-controllers)")
+        self.stop_controllers()
+        cluster_id = self.cluster_id()
+        inputs = self.inputs(cluster_id)
+        for node in self.controllers:
+            progress(f"wiping and formatting {node.name} with cluster id {cluster_id}")
+            shutil.rmtree(Path(node.dir) / "metadata", ignore_errors=True)
+            self._write_controller(node, kc.controller_config(inputs, node.id))
+            self._format(node, cluster_id)
+        for node in self.controllers:
+            progress(f"starting {node.name} on {node.host}:{CONTROLLER_PORT}")
+            self._launch(node)
+        self.wait_controllers([n.name for n in self.controllers], timeout_s)
+
     # --------------------------------------------------------------- brokers
     def restart_broker(self, broker_id: int, phase: str, health_timeout_s: float | None = 300,
                        progress: Callable[[str], None] = lambda msg: None) -> None:
-        """One step of roll 1 (``phase="migration"``) or roll 2 (``"kraft"``): the broker restarts with the config
-        of that phase; then, given ``health_timeout_s``, the cluster must be healthy again."""
+        """One step of roll 1 (``phase="migration"``), roll 2 (``"kraft"``) or the rollback's last roll
+        (``"zookeeper"``: the ZooKeeper-mode config kept before the first KRaft restart): the broker restarts with
+        the config of that phase; then, given ``health_timeout_s``, the cluster must be healthy again."""
         if phase not in PHASES:
-            raise BadInput(f"--kraft-phase {phase!r}: choose migration or kraft")
-        if not self.controllers:
+            raise BadInput(f"--kraft-phase {phase!r}: choose migration, kraft or zookeeper")
+        if not self.controllers and phase != "zookeeper":
             raise BadInput("this sandbox has no KRaft controllers: add them first (kmigrate sandbox add-controllers)")
         name = f"kafka-{broker_id}"
         node = self.sandbox.node(name)
         home = Path(node.dir)
-        inputs = self.inputs()
-        props = kc.broker_migration_config(inputs, broker_id) if phase == "migration" else kc.broker_kraft_config(inputs, broker_id)
+        if phase == "zookeeper":
+            props = self.zookeeper_mode_properties(broker_id)
+        else:
+            inputs = self.inputs()
+            props = (kc.broker_migration_config(inputs, broker_id) if phase == "migration"
+                     else kc.broker_kraft_config(inputs, broker_id))
         if not (home / ZOOKEEPER_MODE_FILE).exists():
             shutil.copyfile(home / "server.properties", home / ZOOKEEPER_MODE_FILE)
         progress(f"restarting broker {broker_id} with its {phase} config")

@@ -4,21 +4,31 @@ applied by the sandbox's restarts, and the phases ``kmigrate kraft status`` read
 One sandbox (1 ZooKeeper server, brokers 101, 205, 310 under the chroot /kafka, one KRaft controller 3000), a
 topic with RF 3 and min.insync.replicas 2 holding a few hundred records, a consumer group with committed offsets.
 The tests run in order, each one a step of the migration: controllers up (the controller waits for every broker,
-named), roll 1 (dual-write, /migration's offset advancing), roll 2 (every broker KRaft, /brokers/ids empty, records
-and offsets all there), finalize.
+named), roll 1 (dual-write, /migration's offset advancing), ``kraft rollback`` from dual-write under a canary (the
+operator's steps done by the sandbox, kmigrate SIGKILLed once at a seeded random moment and run again) back to ZooKeeper
+mode, the controllers formatted again and roll 1 again (the second attempt), roll 2 (every broker KRaft, /brokers/ids
+empty, records and offsets all there), finalize, and the rollback refused once finalized.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import random
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from migrate.adapters.kafka.quorum import describe_quorum
+from migrate.core.kraft.phases import parse_json_znode
+from migrate.runner.canary import Canary
 from migrate.sandbox.kraft import KraftSandbox
+from migrate.sandbox.probes import zookeeper
 from migrate.sandbox.testing import running_sandbox
 
 from cli_support import run, run_json
@@ -32,6 +42,7 @@ TOPIC = "kraft-orders"
 GROUP = "kraft-billing"
 RECORDS = 300
 COMMITTED = {0: 40, 1: 50, 2: 60}
+SEED = int(os.environ.get("KMIGRATE_KRAFT_SEED", "29"))
 
 
 @pytest.fixture(scope="module")
@@ -162,6 +173,118 @@ def _finalize_refused_mid_roll_2(capsys, sandbox, kraft, kraft_brokers: tuple[in
     assert f"brokers {', '.join(map(str, left))} in migration mode (roll 1's config), still in /brokers/ids" in err, err
 
 
+def _rollback_command(sandbox, *extra: str) -> list[str]:
+    controllers = ",".join(c.address for c in KraftSandbox(sandbox).controller_nodes())
+    return [sys.executable, "-m", "migrate", "kraft", "rollback", "--zookeeper", sandbox.zookeeper_connect(chroot=True),
+            "--bootstrap-server", sandbox.bootstrap_servers(), "--broker-list", ",".join(map(str, BROKERS)),
+            "--bootstrap-controller", controllers, *extra]
+
+
+def _start_rollback(sandbox, tmp_path: Path, name: str) -> tuple[subprocess.Popen, Path, Path]:
+    out, err = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    with open(out, "wb") as o, open(err, "wb") as e:
+        proc = subprocess.Popen(_rollback_command(sandbox, "--timeout", "240", "--output", "json"), stdout=o, stderr=e, env=env)
+    return proc, out, err
+
+
+def _znodes(sandbox) -> dict:
+    chroot = sandbox.spec.chroot
+    with zookeeper(sandbox.zookeeper_connect(), timeout_s=30) as zk:
+        return {"ids": sorted(int(i) for i in zk.children(f"{chroot}/brokers/ids") or []),
+                "controller": parse_json_znode(zk.read(f"{chroot}/controller")),
+                "controller_epoch": zk.read(f"{chroot}/controller_epoch"), "migration": zk.read(f"{chroot}/migration")}
+
+
+def _records_and_offsets_intact(bs: str) -> None:
+    c = Consumer({"bootstrap.servers": bs, "group.id": GROUP, "enable.auto.commit": False})
+    committed = c.committed([TopicPartition(TOPIC, p) for p in COMMITTED], timeout=30)
+    assert {tp.partition: tp.offset for tp in committed} == COMMITTED
+    c.close()
+    reader = Consumer({"bootstrap.servers": bs, "group.id": "kraft-rollback-reader", "auto.offset.reset": "earliest",
+                       "enable.auto.commit": False})
+    reader.assign([TopicPartition(TOPIC, p, 0) for p in range(3)])
+    seen: set[bytes] = set()
+    deadline = time.monotonic() + 60
+    while len(seen) < RECORDS and time.monotonic() < deadline:
+        m = reader.poll(1)
+        if m is not None and not m.error():
+            seen.add(m.key())
+    reader.close()
+    assert {str(i).encode() for i in range(RECORDS)} <= seen
+
+
+def test_rollback_dry_run_changes_nothing(cluster, data, capsys):
+    sandbox, _ = cluster
+    before = _znodes(sandbox)
+    code, doc, err = run_json(capsys, *_rollback_command(sandbox, "--dry-run")[3:])
+    assert code == 0, err
+    assert doc["dry_run"] and doc["step"] == "stop-controllers" and not doc["actions"]
+    assert [s["step"] for s in doc["plan"]] == ["stop-controllers", "delete-znodes", "brokers-to-zookeeper"]
+    after = _znodes(sandbox)  # /migration's offset moves on by itself: dual-write
+    assert after["migration"] is not None and before["controller"]["brokerid"] == 3000
+    assert {k: v for k, v in after.items() if k != "migration"} == {k: v for k, v in before.items() if k != "migration"}
+
+
+def test_rollback_from_dual_write_under_the_canary_killed_once(cluster, data, tmp_path):
+    """Kafka's documented rollback from dual-write, kmigrate naming each step: the sandbox stops the controller and
+    rolls the brokers back; kmigrate is SIGKILLed once at a seeded random moment and run again."""
+    sandbox, kraft = cluster
+    canary = Canary(sandbox.client_settings(), topic="kraft-canary", rate_per_s=50).start()
+    try:
+        wait_for(lambda: canary.report().acknowledged >= 100, what="the canary's first 100 records", timeout_s=60,
+                 interval_s=0.2)
+        first, _, err1 = _start_rollback(sandbox, tmp_path, "first")
+        wait_for(lambda: "stop the KRaft controller 3000 now" in err1.read_text(), what="the rollback naming the "
+                 "controller to stop", timeout_s=60, interval_s=0.2)
+        kraft.stop_controllers()
+        time.sleep(random.Random(SEED).uniform(0.0, 6.0))  # first run: waiting, mid-transaction, or done with it
+        first.kill()
+        first.wait(10)
+        print("first run, killed:", err1.read_text())
+        second, out2, err2 = _start_rollback(sandbox, tmp_path, "second")
+        wait_for(lambda: _znodes(sandbox)["migration"] is None, what="/migration deleted", timeout_s=60, interval_s=0.2)
+        wait_for(lambda: "ZooKeeper-mode config" in err2.read_text(), what="the broker roll named", timeout_s=30,
+                 interval_s=0.2)
+        for b in BROKERS:
+            kraft.restart_broker(b, "zookeeper", health_timeout_s=120)
+        assert second.wait(120) == 0, err2.read_text()
+        doc = json.loads(out2.read_text())
+        print("second run:", err2.read_text())
+    finally:
+        report = canary.stop(drain_timeout_s=120)
+    assert doc["done"] and doc["step"] == "done", doc
+    # /migration's content was printed by whichever run deleted it
+    assert "/migration was: {" in err1.read_text() + err2.read_text()
+    assert (doc["migration"] is not None) == ("/migration was:" in err2.read_text())
+    zk = _znodes(sandbox)
+    assert zk["ids"] == list(BROKERS) and zk["migration"] is None
+    assert zk["controller"]["brokerid"] in BROKERS and zk["controller"].get("kraftControllerEpoch", -1) == -1
+    for b in BROKERS:
+        assert "zookeeper.metadata.migration.enable" not in sandbox.broker_properties(b)
+    _records_and_offsets_intact(sandbox.bootstrap_servers())
+    figures = report.to_dict()
+    print("canary across the rollback:", {k: figures[k] for k in ("sent", "acknowledged", "lost", "produce_stall_s")})
+    assert report.sent > 100 and report.lost == 0 and report.acknowledged == report.sent, figures
+
+
+def test_rollback_run_again_when_done_changes_nothing(cluster, capsys):
+    sandbox, _ = cluster
+    before = _znodes(sandbox)
+    code, doc, err = run_json(capsys, *_rollback_command(sandbox, "--timeout", "60")[3:])
+    assert code == 0, err
+    assert doc["done"] and doc["actions"] == [] and _znodes(sandbox) == before
+
+
+def test_second_attempt_controllers_formatted_again_and_roll_1_again(cluster, data, capsys):
+    sandbox, kraft = cluster
+    kraft.reformat_controllers()
+    for b in BROKERS:
+        kraft.restart_broker(b, "migration", health_timeout_s=120)
+    doc = _status_until(capsys, sandbox, "dual-write", timeout_s=90)
+    assert doc["zookeeper"]["controller"]["brokerid"] == 3000 and set(doc["brokers"].values()) == {"migration"}
+
+
 def test_roll_2_every_broker_kraft_and_nothing_lost(cluster, data, capsys):
     sandbox, kraft = cluster
     for i, b in enumerate(BROKERS):
@@ -236,3 +359,13 @@ def test_gate_finalized_and_the_finalized_config_is_what_the_controller_runs(clu
     assert code == 0, err
     with open(f"{kraft.controllers[0].dir}/server.properties") as f:
         assert [ln for ln in f.read().splitlines() if ln] == doc["lines"]
+
+
+def test_rollback_refused_once_finalized(cluster, capsys):
+    sandbox, _ = cluster
+    before = _znodes(sandbox)
+    code, out, err = run(capsys, *_rollback_command(sandbox, "--timeout", "30")[3:])
+    assert code == 2, (out, err)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "finalized" in lines[0] and "nothing was changed" in lines[0], err
+    assert _znodes(sandbox) == before

@@ -201,8 +201,10 @@ def next_step(view: RollbackView, playbook_hint: str = "") -> Decision:
         unknown = tuple(b for b in waiting if b not in view.broker_flags)
         return Decision(Step.BROKERS_TO_ZOOKEEPER, (
             f"restart broker{_s(waiting)} {_ids(waiting)} with {'their' if len(waiting) > 1 else 'its'} ZooKeeper-mode "
-            f"config (without {ZOOKEEPER_MODE_LINES}), one at a time, now: no broker is controller until the first "
-            f"one restarts; waiting until each runs without the migration flag"
+            f"config (without {ZOOKEEPER_MODE_LINES}), one at a time"
+            + (", now: no broker is controller until the first one restarts" if view.zookeeper_controller is None
+               else f" (broker {view.zookeeper_controller} is the ZooKeeper-mode controller)")
+            + "; waiting until each runs without the migration flag"
             + (f" (broker{_s(unknown)} {_ids(unknown)} not answering DescribeConfigs yet; {FORMATTED_HINT})"
                if unknown else "")), brokers=waiting)
     if view.zookeeper_controller is None:

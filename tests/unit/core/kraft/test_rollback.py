@@ -78,6 +78,9 @@ def test_after_the_transaction_the_brokers_roll_to_zookeeper_mode():
     d = next_step(view(controller=None, migration=None, answering=(), flags={101: False, 205: True, 310: True}))
     assert d.step == Step.BROKERS_TO_ZOOKEEPER and d.brokers == (205, 310)
     assert "zookeeper.metadata.migration.enable" in d.message and "no broker is controller" in d.message
+    later = next_step(view(controller=ZK_CONTROLLER, migration=None, answering=(), flags={101: False, 205: False, 310: True}))
+    assert later.brokers == (310,) and "broker 205 is the ZooKeeper-mode controller" in later.message
+    assert "no broker is controller" not in later.message
 
 
 def test_a_broker_not_answering_is_waited_for_and_the_trap_named():
