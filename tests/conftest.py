@@ -24,6 +24,7 @@ from migrate.sandbox.testing import running_sandbox, unique_topic
 MODULE_SECONDS = {
     "test_kraft.py": 60,  # the KRaft modules from their authors' runs
     "test_kraft_precheck.py": 20,
+    "test_kraft_cluster.py": 70,
     "test_readme_runbook.py": 384,
     "test_security.py": 355,
     "test_end_to_end.py": 342,

@@ -43,7 +43,7 @@ def zookeeper_of(inputs: Inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file,
     from migrate.files import zk_auth as read_zk_auth, zk_client_config, zk_jaas
 
     pb = inputs.playbook
-    connect = zookeeper or (pb.zookeeper.reading_connect if pb is not None else None)
+    connect = zookeeper or (pb.zookeeper.reading_connect if pb is not None and pb.zookeeper is not None else None)
     return connect, tuple(parse_auth(read_zk_auth(zk_auth, zk_auth_file), zk_jaas(zk_jaas_file),
                                      zk_client_config(zk_client_config_file)))
 

@@ -33,7 +33,7 @@ def resolve_connection(playbook: Playbook | None, bootstrap: str | None, zookeep
     if playbook is not None:
         extra = {k: str(v) for k, v in playbook.kafka.client_settings().items() if k != "bootstrap.servers"}
         bootstrap = bootstrap or playbook.kafka.bootstrap_servers
-        zookeeper = zookeeper or playbook.zookeeper.connect
+        zookeeper = zookeeper or (playbook.zookeeper.connect if playbook.zookeeper is not None else None)
     settings = client_settings(bootstrap, command_config, extra)
     return settings, zookeeper
 
@@ -46,12 +46,12 @@ def _auth(text: str | None, sasl=None, tls=None) -> list | None:
 
 def read_snapshot(settings: ClientSettings, zookeeper: str | None, zk_auth: str | None, sizes: bool = True,
                   zk_sasl=None, zk_tls=None) -> ClusterSnapshot:
-    if not zookeeper:
-        raise BadInput("no ZooKeeper connect string: give --zookeeper host:port[,...][/chroot] or a playbook")
+    """The cluster as the planner reads it; no ``zookeeper``: a KRaft cluster (refused if its brokers use ZooKeeper)."""
     from migrate.runner.inspect import inspect_cluster
 
     with console.status("inspecting the cluster") as status:
-        return inspect_cluster(settings, zookeeper, _auth(zk_auth, zk_sasl, zk_tls), sizes=sizes, progress=status.update)
+        return inspect_cluster(settings, zookeeper or None, _auth(zk_auth, zk_sasl, zk_tls), sizes=sizes,
+                               progress=status.update)
 
 
 def inspect(
@@ -84,6 +84,15 @@ def inspect(
 
 def _print_snapshot(s: ClusterSnapshot) -> None:
     zk = s.zookeeper
+    if not zk.connect:  # a KRaft cluster
+        console.print(f"cluster {s.cluster_id}  KRaft (no ZooKeeper)")
+    else:
+        _print_ensemble(s)
+    _print_brokers(s)
+
+
+def _print_ensemble(s: ClusterSnapshot) -> None:
+    zk = s.zookeeper
     console.print(f"cluster {s.cluster_id}  controller {s.controller_id}  "
                   f"ZooKeeper config version {hex(zk.config_version) if zk.config_version is not None else '?'}  "
                   f"reconfig {'enabled' if zk.reconfig_enabled else 'disabled' if zk.reconfig_enabled is False else 'unknown'}")
@@ -92,11 +101,17 @@ def _print_snapshot(s: ClusterSnapshot) -> None:
         table.add_row(str(server.id), server.client_address, server.role, zk.server_modes.get(server.id, "?"),
                       zk.server_versions.get(server.id, "?"))
     console.print(table)
+
+
+def _print_brokers(s: ClusterSnapshot) -> None:
     table = Table("broker", "address", "rack", "alive", "Kafka", "inter.broker.protocol")
-    table.add_column("zookeeper.connect", overflow="fold")
+    kraft = not s.zookeeper.connect  # KRaft brokers have no zookeeper.connect
+    if not kraft:
+        table.add_column("zookeeper.connect", overflow="fold")
     for b in s.brokers:
-        table.add_row(str(b.id), f"{b.host}:{b.port}", b.rack or "-", "yes" if b.alive else "NO", b.version or "?",
-                      b.protocol_version or "?", b.zookeeper_connect or "?")
+        row = [str(b.id), f"{b.host}:{b.port}", b.rack or "-", "yes" if b.alive else "NO", b.version or "?",
+               b.protocol_version or "?"]
+        table.add_row(*row, *([] if kraft else [b.zookeeper_connect or "?"]))
     console.print(table)
     versions = versions_summary(s)
     if versions:

@@ -54,7 +54,11 @@ def _playbook(path: Optional[Path]):
         return None
     from migrate.files import load_playbook
 
-    return load_playbook(path)
+    book = load_playbook(path)
+    if book.zookeeper is None:
+        raise BadInput(f"playbook {path} has no zookeeper: section: kmigrate zookeeper changes a ZooKeeper ensemble; "
+                       "add zookeeper: {connect: ...} (the brokers' zookeeper.connect) or give --zookeeper")
+    return book
 
 
 def _plan(path: Optional[Path]):

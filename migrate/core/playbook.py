@@ -173,11 +173,12 @@ class KraftSettings:
 @dataclass(frozen=True)
 class Playbook:
     """A validated playbook. ``source`` is the name used in messages (the file name); ``kraft`` is
-    ``None`` when the playbook has no ``kraft:`` section."""
+    ``None`` when the playbook has no ``kraft:`` section; ``zookeeper`` is ``None`` when it has no
+    ``zookeeper:`` section (a KRaft cluster: no ZooKeeper to read or change)."""
 
     source: str
     kafka: KafkaSettings
-    zookeeper: ZooKeeperSettings
+    zookeeper: ZooKeeperSettings | None
     brokers: BrokerSettings = field(default_factory=BrokerSettings)
     migration: MigrationSettings = field(default_factory=MigrationSettings)
     kraft: KraftSettings | None = None
@@ -324,40 +325,10 @@ def _build(doc: dict[str, Any], where: str) -> Playbook:
         command_config=k.get("command_config"),
     )
 
-    z = doc["zookeeper"]
-    try:
-        parse_connect(z["connect"])
-    except BadInput as exc:
-        raise _fail(where, "zookeeper.connect", exc.message) from None
-    add: list[Server] = []
-    seen: dict[int, int] = {}
-    for i, s in enumerate(z.get("add") or []):
-        sid = s["id"]
-        if sid in seen:
-            raise _fail(where, f"zookeeper.add[{i}].id", f"server id {sid} is listed twice (also zookeeper.add[{seen[sid]}])")
-        seen[sid] = i
-        add.append(
-            Server(
-                id=sid,
-                host=s["host"].strip("[]"),
-                quorum_port=s.get("quorum_port", 2888),
-                election_port=s.get("election_port", 3888),
-                client_port=s.get("client_port", 2181),
-                client_host=(s["client_host"].strip("[]") if s.get("client_host") else None),
-                role=PARTICIPANT,
-            )
-        )
-    for i, s in enumerate(add):
-        if s.quorum_port == s.election_port or s.client_port in (s.quorum_port, s.election_port):
-            raise _fail(where, f"zookeeper.add[{i}]", f"server {s.id} uses one port twice: give distinct quorum_port, election_port and client_port")
-    remove: list[int] = []
-    for i, sid in enumerate(z.get("remove") or []):
-        if sid in remove:
-            raise _fail(where, f"zookeeper.remove[{i}]", f"server id {sid} is listed twice")
-        if sid in seen:
-            raise _fail(where, f"zookeeper.remove[{i}]", f"server id {sid} is also in zookeeper.add: a server cannot join and leave")
-        remove.append(sid)
-    zookeeper = ZooKeeperSettings(connect=z["connect"].strip(), add=tuple(add), remove=tuple(sorted(remove)))
+    zookeeper = _build_zookeeper(doc["zookeeper"], where) if doc.get("zookeeper") is not None else None
+    if zookeeper is None and doc.get("kraft") is not None:
+        raise _fail(where, "kraft", "a ZooKeeper-to-KRaft migration needs the zookeeper: section (connect: the ensemble "
+                                    "the brokers use now, chroot included): add it")
 
     b = doc.get("brokers") or {}
     mapping: dict[int, int] = {}
@@ -409,6 +380,43 @@ def _build(doc: dict[str, Any], where: str) -> Playbook:
         migration=migration,
         kraft=kraft,
     )
+
+
+def _build_zookeeper(z: dict[str, Any], where: str) -> ZooKeeperSettings:
+    """The ``zookeeper:`` section (already schema-checked): the connect string parses, each server once."""
+    try:
+        parse_connect(z["connect"])
+    except BadInput as exc:
+        raise _fail(where, "zookeeper.connect", exc.message) from None
+    add: list[Server] = []
+    seen: dict[int, int] = {}
+    for i, s in enumerate(z.get("add") or []):
+        sid = s["id"]
+        if sid in seen:
+            raise _fail(where, f"zookeeper.add[{i}].id", f"server id {sid} is listed twice (also zookeeper.add[{seen[sid]}])")
+        seen[sid] = i
+        add.append(
+            Server(
+                id=sid,
+                host=s["host"].strip("[]"),
+                quorum_port=s.get("quorum_port", 2888),
+                election_port=s.get("election_port", 3888),
+                client_port=s.get("client_port", 2181),
+                client_host=(s["client_host"].strip("[]") if s.get("client_host") else None),
+                role=PARTICIPANT,
+            )
+        )
+    for i, s in enumerate(add):
+        if s.quorum_port == s.election_port or s.client_port in (s.quorum_port, s.election_port):
+            raise _fail(where, f"zookeeper.add[{i}]", f"server {s.id} uses one port twice: give distinct quorum_port, election_port and client_port")
+    remove: list[int] = []
+    for i, sid in enumerate(z.get("remove") or []):
+        if sid in remove:
+            raise _fail(where, f"zookeeper.remove[{i}]", f"server id {sid} is listed twice")
+        if sid in seen:
+            raise _fail(where, f"zookeeper.remove[{i}]", f"server id {sid} is also in zookeeper.add: a server cannot join and leave")
+        remove.append(sid)
+    return ZooKeeperSettings(connect=z["connect"].strip(), add=tuple(add), remove=tuple(sorted(remove)))
 
 
 def _build_kraft(k: dict[str, Any], where: str) -> KraftSettings:

@@ -19,11 +19,13 @@ from migrate.core.clientconfig import ClientSettings
 from migrate.core.model import Broker, ClusterSnapshot, Partition, Topic, ZkEnsemble
 from migrate.core.zookeeper.config import Dialing, parse_config, split_connect
 from migrate.core.zookeeper.auth import ZkTls
+from migrate.errors import BadInput
 
 log = logging.getLogger("kmigrate.inspect")
 
 TOPIC_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable", "cleanup.policy", "retention.ms")
 IBP = "inter.broker.protocol.version"
+ROLES = "process.roles"
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
@@ -56,28 +58,47 @@ def inspect_zookeeper(connect: str, auth: list[tuple[str, str]] | None = None, t
     return ensemble, zk
 
 
-def inspect_cluster(settings: ClientSettings, zookeeper_connect: str, auth: list[tuple[str, str]] | None = None,
+def _refuse_zookeeper_mode(statics: dict[int, dict[str, str]]) -> None:
+    """BadInput when a broker runs in ZooKeeper mode (no ``process.roles``, or a ``zookeeper.connect``) but no
+    ZooKeeper was given: kmigrate would plan without the ensemble the cluster depends on."""
+    zk_mode = sorted(b for b, c in statics.items() if not c.get(ROLES) or c.get("zookeeper.connect"))
+    if zk_mode:
+        connect = next((statics[b].get("zookeeper.connect") for b in zk_mode if statics[b].get("zookeeper.connect")), None)
+        raise BadInput(f"broker(s) {', '.join(map(str, zk_mode))} run in ZooKeeper mode"
+                       + (f" (zookeeper.connect={connect})" if connect else "")
+                       + ": give --zookeeper host:port[/chroot] or a playbook with a zookeeper: section")
+
+
+def inspect_cluster(settings: ClientSettings, zookeeper_connect: str | None, auth: list[tuple[str, str]] | None = None,
                     timeout_s: float = 15.0, sizes: bool = True,
                     progress: Callable[[str], None] = lambda msg: None) -> ClusterSnapshot:
-    """Everything the planner and the audit need, read from the live cluster."""
-    progress("reading ZooKeeper")
-    ensemble, zk = inspect_zookeeper(zookeeper_connect, auth, timeout_s)
-    try:
-        _hosts, chroot = split_connect(zookeeper_connect)
-        registered = {int(i) for i in (zk.children(f"{chroot}/brokers/ids") or []) if i.isdigit()}
-        cluster_id_raw = zk.read(f"{chroot}/cluster/id")
-        controller_raw = zk.read(f"{chroot}/controller")
-        registrations = {b: zk.read(f"{chroot}/brokers/ids/{b}") for b in registered}
-    finally:
-        zk.close()
-    cluster_id = json.loads(cluster_id_raw)["id"] if cluster_id_raw else None
-    controller = json.loads(controller_raw)["brokerid"] if controller_raw else None
+    """Everything the planner and the audit need, read from the live cluster. ``zookeeper_connect`` None: a KRaft
+    cluster (no ZooKeeper: an empty ensemble, the cluster id from DescribeCluster, no controller id since KRaft
+    brokers name a random broker as controller); BadInput when its brokers run in ZooKeeper mode after all."""
+    if zookeeper_connect is None:
+        ensemble, registered, cluster_id, controller, registrations = ZkEnsemble(connect=""), None, None, None, {}
+    else:
+        progress("reading ZooKeeper")
+        ensemble, zk = inspect_zookeeper(zookeeper_connect, auth, timeout_s)
+        try:
+            _hosts, chroot = split_connect(zookeeper_connect)
+            registered = {int(i) for i in (zk.children(f"{chroot}/brokers/ids") or []) if i.isdigit()}
+            cluster_id_raw = zk.read(f"{chroot}/cluster/id")
+            controller_raw = zk.read(f"{chroot}/controller")
+            registrations = {b: zk.read(f"{chroot}/brokers/ids/{b}") for b in registered}
+        finally:
+            zk.close()
+        cluster_id = json.loads(cluster_id_raw)["id"] if cluster_id_raw else None
+        controller = json.loads(controller_raw)["brokerid"] if controller_raw else None
 
     progress("reading Kafka metadata")
     admin = ReassignmentAdmin(settings, timeout_s=timeout_s)
     try:
         topics, live = admin.describe_and_brokers()
-        statics = broker_static_configs(admin.admin, sorted(live), ("zookeeper.connect", "broker.rack", IBP), timeout_s)
+        statics = broker_static_configs(admin.admin, sorted(live), ("zookeeper.connect", "broker.rack", IBP, ROLES), timeout_s)
+        if registered is None:  # KRaft: every live broker registered with the controllers
+            _refuse_zookeeper_mode(statics)
+            registered, cluster_id = set(live), admin.cluster_id()
         releases = admin.broker_releases(live)
         brokers = []
         hosting = {r for t in topics.values() for p in t.partitions for r in p.replicas}

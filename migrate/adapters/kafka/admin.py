@@ -122,6 +122,12 @@ class ReassignmentAdmin:
         return int(self._metadata().controller_id)
 
     @ADMIN_RETRY
+    def cluster_id(self) -> str | None:
+        """The cluster id DescribeCluster gives (ZooKeeper's /cluster/id, or the KRaft metadata's)."""
+        desc = self.admin.describe_cluster(request_timeout=self.timeout_s).result(timeout=self.timeout_s)
+        return str(desc.cluster_id) if desc.cluster_id else None
+
+    @ADMIN_RETRY
     def brokers(self) -> list:
         """Live brokers as :class:`migrate.core.model.Broker` (id, host, port, rack), sorted by id."""
         desc = self.admin.describe_cluster(request_timeout=self.timeout_s).result(timeout=self.timeout_s)

@@ -98,7 +98,7 @@ def plan_zookeeper(snapshot: ClusterSnapshot, playbook: Playbook) -> ZkPlan | No
     config, the one reconfig, the joiners' config), so the plan and the run cannot disagree.
     """
     zs = playbook.zookeeper
-    if not zs.add and not zs.remove:
+    if zs is None or (not zs.add and not zs.remove):  # no zookeeper: section (a KRaft cluster), or no change
         return None
     committed = DynamicConfig(snapshot.zookeeper.servers, snapshot.zookeeper.config_version)
     joiners = tuple(sorted(zs.add, key=lambda s: s.id))
@@ -146,10 +146,13 @@ def build_runbook(
     playbook_file: str = "playbook.yaml",
     bootstrap: str = "BOOTSTRAP",
     command_config: str | None = None,
+    kraft: bool = False,
+    cluster_id: str | None = None,
 ) -> tuple[RunbookStep, ...]:
     """The ordered runbook: audit, ZooKeeper joiners, first rolling restart, reconfig, second
     rolling restart, new brokers, the plan again, verify snapshot, partitions, verify compare, decommission.
-    Steps that do not apply (no ZooKeeper change, no broker mapping) are left out."""
+    Steps that do not apply (no ZooKeeper change, no broker mapping) are left out. ``kraft``: a KRaft cluster (no
+    ZooKeeper): new brokers are formatted and registered with the controllers, old ones unregistered."""
     steps: list[tuple[str, str, str, str]] = []
     fields = {"plan": plan_file, "playbook": playbook_file, "bootstrap": bootstrap}
     c = {k: v.format(add="{add}", remove="{remove}", **fields) for k, v in RUNBOOK_COMMANDS.items()}
@@ -188,9 +191,14 @@ def build_runbook(
     if mapping:
         racks = ", ".join(f"{b}:{new_racks.get(b) or '?'}" for b in new_brokers)
         connect = f" and zookeeper.connect={zk.connect_after}" if zk is not None else ""
-        steps.append(("operator", f"start the new broker(s) {shown_ids(new_brokers)}",
-                      f"Start each new broker with its broker.id and broker.rack ({racks}){connect}; then "
-                      f"`{c['health']} --broker-list {','.join(map(str, sorted({*mapping, *new_brokers})))}`.",
+        gate = f"`{c['health']} --broker-list {','.join(map(str, sorted({*mapping, *new_brokers})))}`"
+        if kraft:
+            start = (f"Start each new broker with process.roles=broker, its node.id and broker.rack ({racks}) and the "
+                     "controller.quorum settings the other brokers run with, its log dirs formatted first "
+                     f"(kafka-storage format -t {cluster_id or '<cluster id>'} -c server.properties); then {gate}.")
+        else:
+            start = f"Start each new broker with its broker.id and broker.rack ({racks}){connect}; then {gate}."
+        steps.append(("operator", f"start the new broker(s) {shown_ids(new_brokers)}", start,
                       "every new broker is registered, alive and reports its rack"))
     if mapping:
         steps.append(("kmigrate", c["audit"],
@@ -216,17 +224,21 @@ def build_runbook(
             what.append(f"brokers {shown_ids(old_brokers)}")
         if old_zk:
             what.append(f"ZooKeeper servers {shown_ids(old_zk)}")
-        steps.append(("operator", f"decommission {' and '.join(what)}",
-                      "Stop and remove the old nodes once kmigrate reports them empty.",
-                      "the old brokers host no replica and lead nothing; the old ZooKeeper servers are not in "
-                      "/zookeeper/config"))
+        if kraft:  # a stale registration blocks the next metadata.version upgrade
+            how = ("Stop the old brokers once kmigrate reports them empty, then unregister each from the controllers "
+                   f"(kafka-cluster.sh unregister --bootstrap-server {bootstrap} --id N).")
+            check = "the old brokers host no replica, lead nothing and are no longer registered"
+        else:
+            how = "Stop and remove the old nodes once kmigrate reports them empty."
+            check = "the old brokers host no replica and lead nothing; the old ZooKeeper servers are not in /zookeeper/config"
+        steps.append(("operator", f"decommission {' and '.join(what)}", how, check))
     return tuple(RunbookStep(i + 1, a, cmd, d, chk) for i, (a, cmd, d, chk) in enumerate(steps))
 
 
 def with_kraft(runbook: Sequence[RunbookStep], snapshot: ClusterSnapshot, playbook: Playbook) -> tuple[RunbookStep, ...]:
     """``runbook`` with the KRaft migration of ``playbook.kraft`` (``migrate.core.kraft.runbook``): the upgrade to
     3.9 right after the audit when the cluster needs it, the migration after the plan's own steps."""
-    assert playbook.kraft is not None
+    assert playbook.kraft is not None and playbook.zookeeper is not None  # the playbook refuses kraft: without zookeeper:
     bootstrap, command_config = playbook.kafka.bootstrap_servers, playbook.kafka.command_config
     rows = [(s.actor, s.command, s.description, s.check) for s in runbook]
     rows[1:1] = upgrade_steps(snapshot, bootstrap, command_config)
@@ -296,7 +308,8 @@ def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bo
     new_brokers = tuple(sorted(new_ids))
     runbook = build_runbook(zk, mapping, new_brokers, {b: racks.get(b) for b in new_brokers},
                             has_moves=bool(moves), plan_file=plan_file, playbook_file=playbook.source,
-                            bootstrap=playbook.kafka.bootstrap_servers, command_config=playbook.kafka.command_config)
+                            bootstrap=playbook.kafka.bootstrap_servers, command_config=playbook.kafka.command_config,
+                            kraft=not snapshot.zookeeper.connect, cluster_id=snapshot.cluster_id)
     if playbook.kraft is not None:
         runbook = with_kraft(runbook, snapshot, playbook)
         if zk is not None:

@@ -123,6 +123,15 @@ def test_every_error_is_one_line_naming_the_field(text, expected):
 # --------------------------------------------------------------------------- kraft:
 
 
+def test_a_playbook_without_zookeeper_is_a_kraft_cluster_and_kraft_needs_zookeeper(kb):
+    pb = kb.playbook('kafka: {bootstrap_servers: "h:1"}\nbrokers: {mapping: {1: 4}}\n')
+    assert pb.zookeeper is None and pb.brokers.mapping == {1: 4}
+    with pytest.raises(BadInput) as e:
+        kb.playbook('kafka: {bootstrap_servers: "h:1"}\nkraft: {controllers: [{id: 3000, host: c1}]}\n')
+    assert str(e.value) == ("playbook test.yaml: kraft: a ZooKeeper-to-KRaft migration needs the zookeeper: section "
+                            "(connect: the ensemble the brokers use now, chroot included): add it")
+
+
 def test_kraft_playbook_loads(kb):
     from migrate.core.playbook import KraftController
 

@@ -118,6 +118,28 @@ def test_no_zookeeper_change_and_no_mapping(kb):
     assert [s.command for s in plan.runbook] == ["kmigrate plan --playbook test.yaml -o plan.json"]
 
 
+def test_a_kraft_cluster_plans_without_zookeeper(kb):
+    """No zookeeper: section and a snapshot with no ensemble (a KRaft cluster): no ZooKeeper step; the new broker is
+    formatted with the cluster id and registers with the controllers; the old one is unregistered after."""
+    from migrate.core.model import ZkEnsemble
+
+    snap = kb.snapshot({"t": [(1, 2, 3)]}, zookeeper=ZkEnsemble(connect=""), broker_connect=None)
+    pb = kb.playbook('kafka: {bootstrap_servers: "h:1"}\nbrokers:\n  mapping: {3: 4}\n  keep: [1, 2]\n'
+                     '  new: {4: {availability_domain: AD-3}}\n')
+    assert pb.zookeeper is None
+    plan = build_plan(snap, pb)
+    assert plan.zookeeper is None and not plan.errors()
+    commands = [s.command for s in plan.runbook]
+    assert commands[1] == "start the new broker(s) 4" and commands[-1] == "decommission brokers 3"
+    assert not [c for c in commands if "zookeeper" in c]
+    start, last = plan.runbook[1], plan.runbook[-1]
+    assert "process.roles=broker" in start.description and "kafka-storage format -t test-cluster" in start.description
+    assert "kafka-cluster.sh unregister --bootstrap-server h:1 --id N" in last.description
+    assert "ZooKeeper" not in last.check
+    zk_mode = build_plan(kb.snapshot({"t": [(1, 2, 3)]}), pb)  # the same playbook on a ZooKeeper-mode snapshot
+    assert "kafka-cluster.sh" not in zk_mode.runbook[-1].description
+
+
 # --------------------------------------------------------------------------- repairs and warnings
 
 
