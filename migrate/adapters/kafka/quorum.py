@@ -2,7 +2,7 @@
 
 - Asked of a controller itself, on its controller listener (:func:`describe_quorum_at_controller`,
   :func:`controller_configs`): a controller has no Metadata API, so no kafka-python client bootstraps on it; one
-  connection of kafka-python's own (``kafka.net.KafkaNetClient``: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL as the
+  connection of kafka-python's own (``kafka.net.KafkaConnectionManager``: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL as the
   ``--controller-command-config`` says) sends the request to the address without a Metadata request, as
   ``kafka-metadata-quorum --bootstrap-controller`` does. Works from the controllers' first start.
 - Through a broker (:func:`describe_quorum`), which forwards it to the active controller: a KRaft broker only.
@@ -54,13 +54,14 @@ DESCRIBE_QUORUM_VERSION = 1  # 3.4+ (v1 adds the replicas' fetch timestamps); 3.
 
 def _ask_controller(address: str, request, version: int, timeout_s: float,
                     settings: ClientSettings | None = None) -> dict | None:
-    """One request to a controller's controller listener, on one connection of kafka-python's own (``KafkaNetClient``:
-    ApiVersions, then TLS and SASL as ``settings`` say; PLAINTEXT without them). No Metadata request: a controller has
-    no Metadata API, so no kafka-python client can bootstrap on it (``kafka-metadata-quorum --bootstrap-controller``
-    does the same from Java). Its answer as a dict, or None when it does not answer (down, not a controller, another
-    protocol). BadInput when the controller refuses the login or the certificate (no retry cures that)."""
+    """One request to a controller's controller listener, on one connection of kafka-python's own
+    (``kafka.net.KafkaConnectionManager``: ApiVersions, then TLS and SASL as ``settings`` say; PLAINTEXT without
+    them). No Metadata request: a controller has no Metadata API, so no kafka-python client can bootstrap on it
+    (``kafka-metadata-quorum --bootstrap-controller`` does the same from Java). Its answer as a dict, or None when it
+    does not answer (down, not a controller, another protocol). BadInput when the controller refuses the login or
+    the certificate (no retry cures that)."""
     import kafka.errors as Errors
-    from kafka.net import KafkaNetClient
+    from kafka.net import KafkaConnectionManager, NetworkSelector
 
     from migrate.core.clientconfig import ClientSettings as Settings
     from migrate.core.units import split_host_port
@@ -68,16 +69,34 @@ def _ask_controller(address: str, request, version: int, timeout_s: float,
 
     split_host_port(address, 9093, "--bootstrap-controller")  # BadInput on a malformed address
     base = settings if settings is not None else Settings(address)
+    timeout_ms = int(timeout_s * 1000)
+    config = kafka_python_config(replace(base, bootstrap_servers=address), request_timeout_ms=timeout_ms,
+                                 socket_connection_setup_timeout_ms=timeout_ms, client_id="kmigrate-kraft")
     request.API_VERSION = version
-    client = None
+    net = manager = None
     try:
-        client = KafkaNetClient(**kafka_python_config(
-            replace(base, bootstrap_servers=address),
-            request_timeout_ms=int(timeout_s * 1000), socket_connection_setup_timeout_ms=int(timeout_s * 1000),
-            reconnect_backoff_ms=int(timeout_s * 1000), client_id="kmigrate-kraft"))
-        node = client.cluster.bootstrap_brokers()[0].node_id
-        answer = client.send_and_receive(node, request, timeout_ms=int(timeout_s * 1000))
-        return answer.to_dict()
+        net = NetworkSelector(**config)
+        manager = KafkaConnectionManager(net, **config)
+        node = manager.cluster.bootstrap_brokers()[0].node_id
+        # no metadata refresh when the connection fails: it would try to bootstrap (Metadata) on the controller
+        conn = manager.get_connection(node, timeout_ms=timeout_ms, refresh_metadata_on_err=False)
+        net.poll(timeout_ms=timeout_ms, future=conn.init_future)
+        if not conn.init_future.is_done:
+            raise Errors.KafkaTimeoutError(f"no connection within {timeout_s:g} s")
+        if conn.init_future.failed():
+            if conn.broker_version_data is not None and str(config.get("security_protocol", "")).startswith("SASL"):
+                # ApiVersions answered, then the connection ended during the SASL exchange: Kafka closes it after a
+                # failed login, and kafka-python sometimes reads the close before the error answer
+                raise Errors.SaslAuthenticationFailedError(f"the connection ended during the SASL login "
+                                                           f"({conn.init_future.exception})")
+            raise conn.init_future.exception
+        answer = conn.send_request(request, request_timeout_ms=timeout_ms)
+        net.poll(timeout_ms=timeout_ms, future=answer)
+        if not answer.is_done:
+            raise Errors.KafkaTimeoutError(f"no answer within {timeout_s:g} s")
+        if answer.failed():
+            raise answer.exception
+        return answer.value.to_dict()
     except (Errors.SaslAuthenticationFailedError, Errors.AuthorizationError) as exc:
         raise BadInput(f"controller {address} refused kmigrate's login ({exc}): check --controller-command-config "
                        "(the controller listener's security.protocol, sasl.mechanism and sasl.jaas.config)") from None
@@ -88,11 +107,12 @@ def _ask_controller(address: str, request, version: int, timeout_s: float,
         log.debug("%s at controller %s failed: %s", type(request).__name__, address, exc)
         return None
     finally:
-        if client is not None:
-            try:
-                client.close()
-            except Exception:
-                pass
+        for closing in (manager, net):
+            if closing is not None:
+                try:
+                    closing.close()
+                except Exception:
+                    pass
 
 
 def describe_quorum_at_controller(address: str, timeout_s: float = 5.0, settings: ClientSettings | None = None) -> dict | None:
