@@ -25,6 +25,7 @@ from migrate.commands.common import (
     parse_id_list,
 )
 from migrate.commands.options import COMMAND_CONFIG_OPTION, PLAYBOOK_OPTION, ZK_AUTH_FILE_OPTION, ZK_AUTH_OPTION
+from migrate.core.playbook import DEFAULT_METADATA_LOG_DIR
 from migrate.errors import EXIT_FAILURE, BadInput
 
 app = typer.Typer(help="ZooKeeper mode to KRaft (KIP-866): the migration's phase, and each step's config.",
@@ -325,7 +326,7 @@ def controller_config(
     command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
     playbook: Optional[Path] = PLAYBOOK_OPTION,
     controller_quorum_voters: Optional[str] = VOTERS_OPTION,
-    metadata_log_dir: Optional[str] = typer.Option(None, "--metadata-log-dir", help="The controller's log.dirs (default: the playbook's, else /var/lib/kafka/kraft-metadata)."),
+    metadata_log_dir: Optional[str] = typer.Option(None, "--metadata-log-dir", help=f"The controller's log.dirs (default: the playbook's, else {DEFAULT_METADATA_LOG_DIR})."),
     broker_properties: Optional[List[Path]] = BROKER_PROPERTIES_OPTION,
     config_file: str = typer.Option("config/kraft/controller.properties", "--config-file",
                                     help="Where the controller's properties go on its host (named in the format command)."),

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from migrate.core.playbook import DEFAULT_METADATA_LOG_DIR
 from migrate.errors import BadInput
 
 CONTROLLER_LISTENER = "CONTROLLER"
@@ -41,7 +42,7 @@ ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 """Kafka's default ``listener.security.protocol.map``: what a broker without one uses."""
-DEFAULT_METADATA_DIR = "/var/lib/kafka/kraft-metadata"  # the playbook's kraft.metadata_log_dir default too
+DEFAULT_METADATA_DIR = DEFAULT_METADATA_LOG_DIR  # one default everywhere: the playbook's kraft.metadata_log_dir
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 # Broker settings a KRaft broker must not carry (roll 2), besides every zookeeper.* key.

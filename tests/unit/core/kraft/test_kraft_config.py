@@ -175,3 +175,18 @@ def test_unknown_ids_and_a_mismatched_broker_id_are_refused():
         kc.broker_kraft_config(KraftInputs("c", {5: SECURED}, CONTROLLERS), 5)
     with pytest.raises(BadInput, match="no zookeeper.connect"):
         kc.controller_config(KraftInputs("c", {5: {}}, CONTROLLERS), 3000)
+
+
+def test_one_metadata_dir_default_everywhere():
+    """kraft-metadata: the renderer's default, the playbook's, the example playbook's and the command's help."""
+    import pathlib
+
+    import yaml
+
+    from migrate.core.playbook import DEFAULT_METADATA_LOG_DIR
+
+    root = pathlib.Path(__file__).resolve().parents[4]
+    assert kc.DEFAULT_METADATA_DIR == DEFAULT_METADATA_LOG_DIR == "/var/lib/kafka/kraft-metadata"
+    assert kc.Controller(1, "c", 9093).log_dir == DEFAULT_METADATA_LOG_DIR
+    example = yaml.safe_load((root / "playbooks" / "kraft.yaml").read_text())
+    assert example["kraft"]["metadata_log_dir"] == DEFAULT_METADATA_LOG_DIR
