@@ -64,6 +64,7 @@ class RollbackView:
     finalized_detail: str = ""
     broker_flags: Mapping[int, bool] = field(default_factory=dict)  # broker -> runs with the migration flag
     offline_partitions: tuple[str, ...] | None = None  # "topic-p" without a leader; None: not read
+    long_missing: tuple[int, ...] = ()  # brokers out of /brokers/ids or silent to DescribeConfigs for a while (runner)
 
     @property
     def kraft_controller_epoch(self) -> int | None:
@@ -159,6 +160,12 @@ FORMATTED_HINT = ("if its log says 'Found unexpected version in .../meta.propert
                   "migration (KAFKA-20762): a ZooKeeper-mode broker needs meta.properties version 0")
 
 
+def _stuck(view: RollbackView, brokers: tuple[int, ...]) -> str:
+    """KAFKA-20762's signature, named for the brokers that have not come back for a while."""
+    stuck = tuple(b for b in brokers if b in view.long_missing)
+    return f"; broker{_s(stuck)} {_ids(stuck)} still not back: {FORMATTED_HINT}" if stuck else ""
+
+
 def next_step(view: RollbackView, playbook_hint: str = "") -> Decision:
     """The next step of the rollback from ``view`` (see the module docstring)."""
     if view.finalized:
@@ -174,7 +181,7 @@ def next_step(view: RollbackView, playbook_hint: str = "") -> Decision:
             f"broker{_s(kraft_brokers)} {_ids(kraft_brokers)} not in /brokers/ids (KRaft mode, or down): restart each "
             f"with its roll-1 config, the ZooKeeper-mode config plus the migration lines ({cmds}), the KRaft "
             f"controllers still running; waiting until {'they are' if len(kraft_brokers) > 1 else 'it is'} back in "
-            f"/brokers/ids ({FORMATTED_HINT})"), brokers=kraft_brokers)
+            f"/brokers/ids" + _stuck(view, kraft_brokers)), brokers=kraft_brokers)
     if controllers_up:
         c = view.answering_controllers
         return Decision(Step.STOP_CONTROLLERS, (
@@ -205,8 +212,8 @@ def next_step(view: RollbackView, playbook_hint: str = "") -> Decision:
             + (", now: no broker is controller until the first one restarts" if view.zookeeper_controller is None
                else f" (broker {view.zookeeper_controller} is the ZooKeeper-mode controller)")
             + "; waiting until each runs without the migration flag"
-            + (f" (broker{_s(unknown)} {_ids(unknown)} not answering DescribeConfigs yet; {FORMATTED_HINT})"
-               if unknown else "")), brokers=waiting)
+            + (f" (broker{_s(unknown)} {_ids(unknown)} not answering DescribeConfigs yet)" if unknown else "")
+            + _stuck(view, unknown)), brokers=waiting)
     if view.zookeeper_controller is None:
         return Decision(Step.BROKERS_TO_ZOOKEEPER, (
             "every broker runs without the migration flag; waiting for a ZooKeeper-mode broker to take /controller"))

@@ -21,6 +21,10 @@ from migrate.core.zookeeper.config import split_connect
 from migrate.errors import BadInput, StepFailed
 
 
+STUCK_S = 90.0
+"""A broker out of /brokers/ids or silent to DescribeConfigs this long is named as stuck (with KAFKA-20762's sign)."""
+
+
 @dataclass
 class RollbackRun:
     """What one run saw and did (``--output json``)."""
@@ -124,11 +128,16 @@ def rollback(connect: str, auth: list | None, settings: ClientSettings | None, *
     run = RollbackRun()
     deadline = time.monotonic() + timeout_s
     seen: set[int] = set(known)
+    missing_since: dict[int, float] = {}
     last = ""
     while True:
         view, found = read_view(connect, auth, settings, tuple(sorted(seen)), controllers)
         controllers = controllers or found  # kept: brokers rolled back to ZooKeeper mode no longer name them
         seen.update(view.brokers)
+        now = time.monotonic()
+        missing = set(view.out_of_zookeeper) | {b for b in view.zk_broker_ids if b not in view.broker_flags}
+        missing_since = {b: missing_since.get(b, now) for b in missing}
+        view = replace(view, long_missing=tuple(sorted(b for b, t in missing_since.items() if now - t >= STUCK_S)))
         decision: Decision = next_step(view, playbook_hint)
         run.step, run.message, run.view = decision.step.value, decision.message, view_doc(view)
         if decision.step == Step.REFUSED:

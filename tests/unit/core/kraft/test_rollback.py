@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+from dataclasses import replace
 
 from migrate.core.kraft import rollback as kr
 from migrate.core.kraft.rollback import RollbackView, Step, next_step, remaining, znode_change
@@ -41,7 +42,9 @@ def test_roll_2_started_brokers_back_to_migration_first_while_the_controllers_ru
     d = next_step(view(zk=(101,)), " --playbook pb.yaml")
     assert d.step == Step.BROKERS_TO_MIGRATION and d.brokers == (205, 310)
     assert "kmigrate kraft broker-config 205 --phase migration --full --playbook pb.yaml" in d.message
-    assert "KAFKA-20762" in d.message  # the formatted-node trap is named for a broker that does not come back
+    assert "KAFKA-20762" not in d.message  # a broker restarting is not stuck yet
+    stuck = next_step(replace(view(zk=(101,)), long_missing=(310,)))
+    assert "broker 310 still not back" in stuck.message and "KAFKA-20762" in stuck.message  # the formatted-node trap
 
 
 def test_controllers_stopped_then_the_znodes_in_one_transaction():
@@ -84,8 +87,10 @@ def test_after_the_transaction_the_brokers_roll_to_zookeeper_mode():
 
 
 def test_a_broker_not_answering_is_waited_for_and_the_trap_named():
-    d = next_step(view(controller=None, migration=None, answering=(), flags={101: False, 205: False}))
-    assert d.step == Step.BROKERS_TO_ZOOKEEPER and d.brokers == (310,) and "KAFKA-20762" in d.message
+    v = view(controller=None, migration=None, answering=(), flags={101: False, 205: False})
+    d = next_step(v)
+    assert d.step == Step.BROKERS_TO_ZOOKEEPER and d.brokers == (310,) and "broker 310 not answering" in d.message
+    assert "KAFKA-20762" in next_step(replace(v, long_missing=(310,))).message
 
 
 def test_waits_for_a_zookeeper_controller_then_for_no_offline_partition():
