@@ -14,7 +14,7 @@ decommissioning) done by the sandbox, the canary running from before the plan to
 4. finalize (``controller-config --finalize``); gate finalized; ZooKeeper stopped; ``verify compare`` again,
    ``kmigrate health`` with a bootstrap server only; the state read again (**after**) and compared.
 
-A gate waits on ``kraft status --output json`` (:meth:`KraftDemo.gate`). Seeded SIGKILLs (``kill_seed``) hit
+A gate is ``kraft status --wait-for GATE`` (:meth:`KraftDemo.gate`). Seeded SIGKILLs (``kill_seed``) hit
 ``partitions`` and each gate once, at a random moment, and the command is run again: it must converge.
 Each phase records its time and, the canary running, its p99 latency and whether its longest stall was set there.
 """
@@ -183,7 +183,7 @@ class KraftDemo(Demo):
             self._phase("finalize (controller-config --finalize), gate finalized", self.finalize)
             self._phase("stop ZooKeeper", self.stop_zookeeper)
             self._phase("kmigrate verify compare (no ZooKeeper)", self.verify_without_zookeeper)
-            self._phase("kmigrate health --bootstrap-server (no ZooKeeper)", self.health_without_zookeeper)
+            self._phase("kmigrate health and status --bootstrap-server (no ZooKeeper)", self.without_zookeeper)
             self._phase("read group offsets, topic configs and ACLs (after) and compare", self.compare_after)
         finally:
             if self.canary is not None:
@@ -226,8 +226,11 @@ class KraftDemo(Demo):
     def bootstrap_new(self) -> str:
         return self.spec.bootstrap_servers(spare=True)
 
-    def _zk_flags(self) -> list[str]:
-        return ["--zookeeper", self.spec.zookeeper_connect()]
+    def _env(self) -> dict[str, str]:
+        """As the ZooKeeper demo's, plus the brokers' ZooKeeper JAAS file on a secured sandbox
+        (KMIGRATE_ZK_JAAS_FILE): the SASL identity the controllers log in to ZooKeeper with, which owns the znodes."""
+        sec = self.sandbox.security
+        return {} if sec is None else {**super()._env(), "KMIGRATE_ZK_JAAS_FILE": str(sec.broker_zookeeper_jaas)}
 
     def _broker_files(self) -> list[str]:
         """``--broker-properties`` of every broker's ZooKeeper-mode server.properties (the operator's files: with
@@ -331,7 +334,7 @@ class KraftDemo(Demo):
     def _printed_config(self, *args: str) -> dict:
         """A config ``kmigrate kraft controller-config|broker-config`` prints (as JSON), from the brokers' files."""
         doc = run_json(["kraft", *args, "--playbook", str(self.playbook), "--bootstrap-server", self.bootstrap_new,
-                        *self._broker_files(), "--output", "json"], f"kmigrate kraft {args[0]} {args[1]}", env=self._env())
+                        *self._broker_files(), *self._client_flags(), "--output", "json"], f"kmigrate kraft {args[0]} {args[1]}", env=self._env())
         return doc.get("config") or {}
 
     def _same_config(self, printed: dict, runs: dict, what: str) -> None:
@@ -346,7 +349,7 @@ class KraftDemo(Demo):
         printed = self._printed_config("controller-config", str(cid))
         self.kraft.add_controllers(self.controller_ids, progress=self.progress)
         self._same_config(printed, kc.controller_config(self.kraft.inputs(), cid), f"controller {cid}")
-        doc = self.gate(("controllers-ready", "waiting-for-brokers"), "controllers")
+        doc = self.gate("controllers-ready")
         return f"controller {cid} leads (epoch {doc['quorum']['leader_epoch']}); waiting for brokers {doc['waiting_for']}"
 
     def roll_1(self) -> str:
@@ -356,7 +359,7 @@ class KraftDemo(Demo):
             printed = self._printed_config("broker-config", str(b), "--phase", "migration", "--full")
             self._same_config(printed, kc.broker_migration_config(self.kraft.inputs(), b), f"broker {b}, roll 1")
             self.kraft.restart_broker(b, "migration", progress=self.progress)
-        doc = self.gate(("dual-write",), "dual-write")
+        doc = self.gate("dual-write")
         return f"dual-write: /migration at offset {doc['zookeeper']['migration_offset']}, /controller held by {doc['zookeeper']['controller']['brokerid']}"
 
     def roll_2(self) -> str:
@@ -366,7 +369,7 @@ class KraftDemo(Demo):
             printed = self._printed_config("broker-config", str(b), "--phase", "kraft")
             self._same_config(printed, kc.broker_kraft_config(self.kraft.inputs(), b), f"broker {b}, roll 2")
             self.kraft.restart_broker(b, "kraft", progress=self.progress)
-        doc = self.gate(("brokers-kraft",), "brokers-kraft", every_broker_kraft=True)
+        doc = self.gate("brokers-kraft", every_broker_kraft=True)
         return f"every broker KRaft ({', '.join(doc['brokers'])}); /brokers/ids {doc['zookeeper']['brokers_ids']}"
 
     def finalize(self) -> str:
@@ -377,7 +380,7 @@ class KraftDemo(Demo):
             self._same_config(printed, kc.controller_finalized_config(self.kraft.inputs(), cid), f"controller {cid}, finalize")
             self.progress(f"restarting controller {cid} without the migration flag and ZooKeeper (no way back)")
             self.kraft.restart_controller(cid, finalize=True)
-        doc = self.gate(("finalized",), "finalized", every_broker_kraft=True)
+        doc = self.gate("finalized", every_broker_kraft=True)
         self.report.kraft_status = doc
         return f"finalized: controllers' migration flag {doc['controllers_migration_flag']}"
 
@@ -393,14 +396,21 @@ class KraftDemo(Demo):
         self.report.verify_after_zookeeper = doc
         return "all partitions match" if doc.get("ok") else "DIFFERENCES FOUND"
 
-    def health_without_zookeeper(self) -> str:
+    def without_zookeeper(self) -> str:
+        """``kmigrate health`` and ``kmigrate status`` given a bootstrap server only, ZooKeeper stopped: each one's
+        exit code and last line go in the report (what works, what still needs ZooKeeper)."""
         import subprocess
 
-        proc = subprocess.run(kmigrate_command("health", "--bootstrap-server", self.bootstrap_new, *self._client_flags()),
-                              capture_output=True, text=True, timeout=120)
-        lines = (proc.stdout + proc.stderr).strip().splitlines()
-        self.report.without_zookeeper["health"] = {"exit": proc.returncode, "last_line": lines[-1] if lines else ""}
-        return f"exit {proc.returncode}: {lines[-1] if lines else '(nothing printed)'}"
+        runs = {"health": ["health", "--bootstrap-server", self.bootstrap_new, *self._client_flags()],
+                "status": ["status", "--bootstrap-server", self.bootstrap_new, "--plan", str(self.dir / "plan.json"),
+                           *self._client_flags()]}
+        out = []
+        for what, args in runs.items():
+            proc = subprocess.run(kmigrate_command(*args), capture_output=True, text=True, timeout=120)
+            lines = [ln for ln in (proc.stdout + proc.stderr).strip().splitlines() if ln.strip()]
+            self.report.without_zookeeper[what] = {"exit": proc.returncode, "last_line": lines[-1].strip() if lines else ""}
+            out.append(f"{what} exit {proc.returncode}")
+        return ", ".join(out) + " (last lines in the report)"
 
     def compare_after(self) -> str:
         after = self.read_state()
@@ -418,24 +428,17 @@ class KraftDemo(Demo):
         return ["kraft", "status", "--playbook", str(self.playbook), "--bootstrap-server", self.bootstrap_new,
                 "--broker-list", ",".join(map(str, self.new)), *self._client_flags(), "--output", "json"]
 
-    def gate(self, phases: tuple[str, ...], name: str, every_broker_kraft: bool = False, timeout_s: float = 180) -> dict:
-        """Wait until ``kraft status`` reads one of ``phases`` (and, asked, every broker KRaft); its first run is
-        SIGKILLed at a seeded moment and run again. The one place to swap for ``kraft status --wait-for``."""
-        kills = self._kill_after(0.3, 2.5)
-        deadline = time.monotonic() + timeout_s
-        doc: dict = {}
-        while True:
-            doc = run_with_kills(self._status_args(), f"kraft status (gate {name})", kills, self.report, self.progress,
-                                 timeout_s=120, env=self._env())
-            kills = []
-            modes = set((doc.get("brokers") or {}).values())
-            if doc.get("phase") in phases and (not every_broker_kraft or modes == {"kraft"}):
-                return doc
-            if time.monotonic() > deadline:
-                raise StepFailed(f"gate {name}: kraft status still reads {doc.get('phase')} ({doc.get('detail')}) "
-                                 f"after {timeout_s:.0f} s")
-            self.progress(f"gate {name}: {doc.get('phase')}: {doc.get('detail')}")
-            time.sleep(1)
+    def gate(self, gate: str, every_broker_kraft: bool = False, timeout_s: float = 180) -> dict:
+        """``kmigrate kraft status --wait-for GATE`` (its checks held over 3 readings a second apart), SIGKILLed once
+        at a seeded moment and run again; with ``every_broker_kraft`` the answer must also show every broker KRaft."""
+        doc = run_with_kills([*self._status_args(), "--wait-for", gate, "--timeout", f"{timeout_s:.0f}s",
+                              "--interval", "1s"], f"kraft status --wait-for {gate}", self._kill_after(0.3, 2.5),
+                             self.report, self.progress, timeout_s=timeout_s + 60, env=self._env())
+        modes = set((doc.get("brokers") or {}).values())
+        if not (doc.get("gate") or {}).get("passed") or (every_broker_kraft and modes != {"kraft"}):
+            raise StepFailed(f"gate {gate}: kraft status reads {doc.get('phase')} ({doc.get('detail')}), brokers "
+                             f"{doc.get('brokers')}")
+        return doc
 
     def migrate_partitions(self) -> str:
         self.kills = {**self.kills, "partitions": self._kill_after(3.0, 10.0)}
