@@ -36,6 +36,10 @@ def rollback(
         None, "--bootstrap-controller", help="The KRaft controllers' PLAINTEXT controller listeners, host:port[,...], "
                                              "asked whether they still run (default: the playbook's kraft: controllers, "
                                              "else the controller.quorum.voters the brokers of roll 1 run with)."),
+    controller_command_config: Optional[Path] = typer.Option(
+        None, "--controller-command-config", help="Kafka client properties (security.protocol, SASL, TLS) for the "
+                                                  "controllers' controller listener (default: PLAINTEXT). A controller "
+                                                  "whose listener still accepts connections counts as running."),
     broker_list: Optional[str] = typer.Option(None, "--broker-list", help="Broker ids of the cluster (default: those "
                                               "in /brokers/ids and in assignments); a KRaft broker leaves /brokers/ids."),
     timeout: str = typer.Option("30m", "--timeout", help="How long to wait for the operator's steps before exit 1 "
@@ -70,13 +74,18 @@ def rollback(
     if not controllers and pb is not None and pb.kraft is not None:
         controllers = tuple(c.address for c in pb.kraft.controllers)
     hint = f" --playbook {playbook}" if playbook is not None else ""
+    csettings = None
+    if controller_command_config is not None:
+        from migrate.files import client_settings
+
+        csettings = client_settings(",".join(controllers) or "controller:9093", controller_command_config)
 
     def progress(msg: str) -> None:
         err_console.print(f"kraft rollback: {msg}", markup=False, soft_wrap=True)
 
     run = run_rollback(connect, auth or None, settings, known=parse_id_list(broker_list, "--broker-list"),
-                       controllers=controllers, timeout_s=seconds, dry_run=dry_run, playbook_hint=hint,
-                       progress=progress)
+                       controllers=controllers, controller_settings=csettings, timeout_s=seconds, dry_run=dry_run,
+                       playbook_hint=hint, progress=progress)
     doc = {"done": run.done, "dry_run": dry_run, "step": run.step, "message": run.message, "actions": run.actions,
            "migration": run.migration, "controller_epoch": run.controller_epoch, "plan": run.plan, "cluster": run.view}
     if output == OutputFormat.json:

@@ -1,6 +1,6 @@
-"""What the brokers show during a KRaft rollback: each one's ``zookeeper.metadata.migration.enable`` as it runs
-(DescribeConfigs: ZooKeeper-mode brokers answer it, the flag reads ``false`` without it) and the partitions with no
-leader (the metadata a broker serves)."""
+"""What the cluster shows during a KRaft rollback: each broker's ``zookeeper.metadata.migration.enable`` as it runs
+(DescribeConfigs: ZooKeeper-mode brokers answer it, the flag reads ``false`` without it), the partitions with no
+leader (the metadata a broker serves), and which controller listeners still accept connections."""
 
 from __future__ import annotations
 
@@ -47,3 +47,21 @@ def offline_partitions(settings: ClientSettings, timeout_s: float = 10.0) -> tup
         return None
     return tuple(f"{name}-{p.id}" for name, t in sorted(md.topics.items())
                  for p in sorted(t.partitions.values(), key=lambda x: x.id) if p.leader < 0)
+
+
+def accepting(addresses: tuple[str, ...], timeout_s: float = 3.0) -> tuple[str, ...]:
+    """The ``host:port`` of ``addresses`` that accept a TCP connection (a process listens there): a controller whose
+    listener still accepts is not stopped, even when it does not answer kmigrate (TLS/SASL it was not given)."""
+    import socket
+
+    from migrate.core.units import split_host_port
+
+    out = []
+    for address in addresses:
+        host, port = split_host_port(address, 9093, "--bootstrap-controller")
+        try:
+            with socket.create_connection((host.strip("[]"), port), timeout=timeout_s):
+                out.append(address)
+        except OSError:
+            continue
+    return tuple(out)

@@ -7,7 +7,8 @@ sequence; each run reads where things stand and :func:`next_step` says what come
 2. **brokers in KRaft mode** (roll 2 started: out of ``/brokers/ids``): each goes back to its roll-1 config
    (``kmigrate kraft broker-config N --phase migration --full``) first, while the controllers still run; wait until
    each is back in ``/brokers/ids``.
-3. **controllers still answering**: the operator stops (deprovisions) them; wait until none answers.
+3. **controllers still answering** (DescribeQuorum, or their listener still accepting connections: a controller
+   kmigrate cannot talk to is not taken for stopped): the operator stops (deprovisions) them; wait until none does.
 4. **the znodes**: in one ZooKeeper transaction, delete ``/controller`` when a KRaft controller holds it (so a
    ZooKeeper-mode broker becomes controller) and ``/migration`` (so the migration can be tried again: KAFKA-17146),
    its content printed first (the docs: "useful for debugging"). **KAFKA-20488**: the dual-write controller writes
@@ -65,6 +66,7 @@ class RollbackView:
     broker_flags: Mapping[int, bool] = field(default_factory=dict)  # broker -> runs with the migration flag
     offline_partitions: tuple[str, ...] | None = None  # "topic-p" without a leader; None: not read
     long_missing: tuple[int, ...] = ()  # brokers out of /brokers/ids or silent to DescribeConfigs for a while (runner)
+    accepting_controllers: tuple[str, ...] = ()  # controller listeners (host:port) still accepting connections
 
     @property
     def kraft_controller_epoch(self) -> int | None:
@@ -182,11 +184,15 @@ def next_step(view: RollbackView, playbook_hint: str = "") -> Decision:
             f"with its roll-1 config, the ZooKeeper-mode config plus the migration lines ({cmds}), the KRaft "
             f"controllers still running; waiting until {'they are' if len(kraft_brokers) > 1 else 'it is'} back in "
             f"/brokers/ids" + _stuck(view, kraft_brokers)), brokers=kraft_brokers)
-    if controllers_up:
+    if controllers_up or view.accepting_controllers:
         c = view.answering_controllers
+        silent = "" if c else (
+            f" (listening at {', '.join(view.accepting_controllers)} but not answering kmigrate's DescribeQuorum: a "
+            "TLS/SASL controller listener needs --controller-command-config)")
         return Decision(Step.STOP_CONTROLLERS, (
-            f"stop the KRaft controller{_s(c)} {_ids(c)} now (deprovision: keep their metadata dirs until the rollback "
-            "is done; a new attempt formats them again); waiting until none answers"), controllers=c)
+            f"stop the KRaft controller{_s(c) if c else 's'}{' ' + _ids(c) if c else ''} now{silent} (deprovision: "
+            "keep their metadata dirs until the rollback is done; a new attempt formats them again); waiting until "
+            "none answers or listens"), controllers=c)
     if (view.controller_is_kraft or view.migration is not None) and not view.controllers_known:
         return Decision(Step.REFUSED, (
             "no KRaft controller address to check that the controllers are stopped: give --bootstrap-controller "

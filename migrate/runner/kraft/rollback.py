@@ -40,17 +40,19 @@ class RollbackRun:
 
 
 def read_view(connect: str, auth: list | None, settings: ClientSettings, known: tuple[int, ...],
-              controllers: tuple[str, ...], timeout_s: float = 10.0) -> tuple[RollbackView, tuple[str, ...]]:
+              controllers: tuple[str, ...], timeout_s: float = 10.0,
+              controller_settings: ClientSettings | None = None) -> tuple[RollbackView, tuple[str, ...]]:
     """One reading for the rollback, and the controller addresses asked (given, else the controller.quorum.voters
     the brokers of roll 1 run with)."""
-    from migrate.adapters.kraft.brokers import broker_migration_flags, offline_partitions
+    from migrate.adapters.kraft.brokers import accepting, broker_migration_flags, offline_partitions
     from migrate.runner.kraft.observe import _controllers_of_brokers, observe
 
-    obs = observe(connect, auth, None, known, timeout_s, controllers=controllers)
+    obs = observe(connect, auth, None, known, timeout_s, controllers=controllers, controller_settings=controller_settings)
     if not controllers:
         controllers = _controllers_of_brokers(settings, list(obs.brokers), timeout_s)
         if controllers:
-            obs = observe(connect, auth, None, known, timeout_s, controllers=controllers)
+            obs = observe(connect, auth, None, known, timeout_s, controllers=controllers,
+                          controller_settings=controller_settings)
     reading = phase_of(obs)
     flags = broker_migration_flags(settings, tuple(obs.zk_broker_ids), MIGRATION_FLAG, timeout_s)
     view = RollbackView(
@@ -59,7 +61,7 @@ def read_view(connect: str, auth: list | None, settings: ClientSettings, known: 
         answering_controllers=obs.quorum.voters if obs.quorum is not None else (),
         controllers_known=bool(controllers) or obs.quorum is not None,
         finalized=reading.phase == Phase.FINALIZED, finalized_detail=reading.detail if reading.phase == Phase.FINALIZED else "",
-        broker_flags=flags)
+        broker_flags=flags, accepting_controllers=() if obs.quorum is not None else accepting(controllers))
     if (not view.out_of_zookeeper and view.zookeeper_controller is not None and view.migration is None
             and not view.answering_controllers and not any(flags.get(b, True) for b in view.brokers)):
         view = replace(view, offline_partitions=offline_partitions(settings, timeout_s))
@@ -70,6 +72,7 @@ def view_doc(view: RollbackView) -> dict:
     return {"brokers": list(view.brokers), "brokers_ids": list(view.zk_broker_ids), "controller": view.controller,
             "controller_epoch": view.controller_epoch, "migration": view.migration,
             "answering_controllers": list(view.answering_controllers),
+            "accepting_controllers": list(view.accepting_controllers),
             "broker_migration_flag": {str(b): f for b, f in sorted(view.broker_flags.items())},
             "offline_partitions": None if view.offline_partitions is None else list(view.offline_partitions)}
 
@@ -118,7 +121,8 @@ def _delete_znodes(connect: str, auth: list | None, view: RollbackView, run: Rol
 
 
 def rollback(connect: str, auth: list | None, settings: ClientSettings | None, *, known: tuple[int, ...] = (),
-             controllers: tuple[str, ...] = (), timeout_s: float = 1800, interval_s: float = 2.0, dry_run: bool = False,
+             controllers: tuple[str, ...] = (), controller_settings: ClientSettings | None = None,
+             timeout_s: float = 1800, interval_s: float = 2.0, dry_run: bool = False,
              playbook_hint: str = "", progress: Callable[[str], None] = lambda msg: None) -> RollbackRun:
     """Roll the migration back to ZooKeeper mode (see the module docstring). BadInput (nothing changed) when refused;
     StepFailed with where it stands after ``timeout_s``."""
@@ -131,7 +135,8 @@ def rollback(connect: str, auth: list | None, settings: ClientSettings | None, *
     missing_since: dict[int, float] = {}
     last = ""
     while True:
-        view, found = read_view(connect, auth, settings, tuple(sorted(seen)), controllers)
+        view, found = read_view(connect, auth, settings, tuple(sorted(seen)), controllers,
+                                controller_settings=controller_settings)
         controllers = controllers or found  # kept: brokers rolled back to ZooKeeper mode no longer name them
         seen.update(view.brokers)
         now = time.monotonic()

@@ -38,6 +38,13 @@ def test_dual_write_first_stops_the_controllers():
     assert "stop the KRaft controller 3000 now" in d.message
 
 
+def test_a_controller_still_listening_is_not_taken_for_stopped():
+    """A TLS/SASL controller listener kmigrate was given no settings for answers nothing, but its port is open."""
+    d = next_step(replace(view(answering=()), accepting_controllers=("c1:9093",)))
+    assert d.step == Step.STOP_CONTROLLERS and "listening at c1:9093" in d.message
+    assert "--controller-command-config" in d.message
+
+
 def test_roll_2_started_brokers_back_to_migration_first_while_the_controllers_run():
     d = next_step(view(zk=(101,)), " --playbook pb.yaml")
     assert d.step == Step.BROKERS_TO_MIGRATION and d.brokers == (205, 310)
