@@ -226,6 +226,36 @@ def test_rollback_dry_run_changes_nothing(cluster, data, capsys):
     assert {k: v for k, v in after.items() if k != "migration"} == {k: v for k, v in before.items() if k != "migration"}
 
 
+def test_rollback_transaction_raises_the_controller_epoch_kafka_20488(cluster):
+    """KAFKA-20488 on the sandbox's real ZooKeeper, under a scratch chroot: a KRaft controller epoch (7) not below
+    /controller_epoch (5) is raised to 8 in the transaction that deletes /controller and /migration; a znode changed
+    since it was read makes the transaction write nothing; run again once done, it writes nothing."""
+    from migrate.adapters.zookeeper.client import rollback_migration_znodes
+    from migrate.core.kraft.rollback import RollbackView
+    from migrate.runner.kraft.rollback import RollbackRun, _delete_znodes
+
+    sandbox, _ = cluster
+    hosts, chroot = sandbox.zookeeper_connect(), "/kraft-20488"
+    kraft = b'{"version":2,"brokerid":3000,"timestamp":"1","kraftControllerEpoch":7}'
+    migration = b'{"version":0,"kraft_metadata_offset":240,"kraft_controller_id":3000,"kraft_controller_epoch":7}'
+    with zookeeper(hosts, timeout_s=30) as zk:
+        for path, data in (("/controller", kraft), ("/controller_epoch", b"5"), ("/migration", migration)):
+            zk.write(chroot + path, data)
+        assert not rollback_migration_znodes(hosts, chroot, None, controller_version=3, migration_version=0, epoch=None)
+        assert zk.read(chroot + "/controller") == kraft  # a stale version: nothing written
+    run, said = RollbackRun(), []
+    view = RollbackView((101,), (101,), None, None, None)
+    _delete_znodes(f"{hosts}{chroot}", None, view, run, said.append)
+    with zookeeper(hosts, timeout_s=30) as zk:
+        assert zk.read(chroot + "/controller_epoch") == b"8"
+        assert zk.read(chroot + "/controller") is None and zk.read(chroot + "/migration") is None
+        assert run.controller_epoch == {"from": 5, "to": 8} and run.migration["kraft_metadata_offset"] == 240
+        assert any("KAFKA-20488" in line for line in said), said
+        _delete_znodes(f"{hosts}{chroot}", None, view, RollbackRun(), said.append)  # done: nothing to write
+        assert zk.read(chroot + "/controller_epoch") == b"8"
+        zk.delete(chroot)
+
+
 def test_rollback_from_dual_write_under_the_canary_killed_once(cluster, data, tmp_path):
     """Kafka's documented rollback from dual-write, kmigrate naming each step: the sandbox stops the controller and
     rolls the brokers back; kmigrate is SIGKILLed once at a seeded random moment and run again."""
