@@ -131,7 +131,7 @@ def test_gates_before_roll_1_controllers_ready_passes_dual_write_times_out_namin
     assert code == 1 and not doc["gate"]["passed"], (doc, err)
     waiting = doc["gate"]["waiting_for"]
     assert waiting[0].startswith("/controller has no kraftControllerEpoch") and "/migration's metadata offset is -1" in waiting[1]
-    assert [w.split(":")[0] for w in waiting[2:]] == [f"broker {b} not registered with KRaft" for b in BROKERS]
+    assert waiting[2].startswith("brokers 101, 205, 310 not registered with KRaft: in ZooKeeper mode") and len(waiting) == 3
     assert doc["waiting_reasons"]["205"].startswith("in ZooKeeper mode, not registered with KRaft")
     code, _, err = _finalize(capsys, sandbox, kraft)
     assert code == 2 and "refusing to finalize" in err and "brokers 101, 205, 310 in ZooKeeper mode" in err, err

@@ -80,6 +80,30 @@ def waiting_reasons(obs: Observation) -> dict[int, str]:
     >>> reasons[7].startswith("named by partition assignments but not a live broker (not in /brokers/ids): a dead id")
     True
     """
+    return {b: _REASONS[kind].format(b=b) for b, kind in _reason_kinds(obs).items()}
+
+
+_REASONS = {
+    "zookeeper": ("in ZooKeeper mode, not registered with KRaft: it lacks the migration settings or was not restarted "
+                  "with them (kmigrate kraft broker-config {b} --phase migration, then restart it)"),
+    "dead": ("named by partition assignments but not a live broker (not in /brokers/ids): a dead id, the classic cause "
+             "of WAIT_FOR_BROKERS, or a broker down; start broker {b}, or reassign the partitions that name it "
+             "(kmigrate kraft precheck lists them)"),
+    "down": ("neither in /brokers/ids nor seen by the quorum: stopped, or restarting (a KRaft broker needs node.id and "
+             "controller.quorum.voters naming these controllers)"),
+}
+_SHORT = {  # the same, for several brokers at once (a gate's one line)
+    "zookeeper": "in ZooKeeper mode without the migration settings (roll 1: kmigrate kraft broker-config ID --phase "
+                 "migration, then restart)",
+    "dead": "named by assignments but not live (a dead id: start it or reassign its partitions; kmigrate kraft precheck "
+            "lists them)",
+    "down": "not in /brokers/ids either (stopped, restarting, or not fetching yet from a restarted controller? a "
+            "KRaft broker needs node.id and controller.quorum.voters naming these controllers)",
+}
+
+
+def _reason_kinds(obs: Observation) -> dict[int, str]:
+    """Broker id -> ``zookeeper``, ``dead`` or ``down`` (the keys of :data:`_REASONS`) for each unseen broker."""
     registered = set(obs.registered_with_kraft)
     zk, assigned = set(obs.zk_broker_ids), set(obs.assigned_broker_ids)
     # once the metadata is copied, brokers leave /brokers/ids on purpose (roll 2): absent there is no sign of a dead id
@@ -88,16 +112,7 @@ def waiting_reasons(obs: Observation) -> dict[int, str]:
     for b in obs.brokers:
         if b in registered:
             continue
-        if b in zk:
-            out[b] = ("in ZooKeeper mode, not registered with KRaft: it lacks the migration settings or was not "
-                      f"restarted with them (kmigrate kraft broker-config {b} --phase migration, then restart it)")
-        elif b in assigned and not copied:
-            out[b] = ("named by partition assignments but not a live broker (not in /brokers/ids): a dead id, the "
-                      f"classic cause of WAIT_FOR_BROKERS, or a broker down; start broker {b}, or reassign the "
-                      "partitions that name it (kmigrate kraft precheck lists them)")
-        else:
-            out[b] = ("neither in /brokers/ids nor seen by the quorum: stopped, or restarting (a KRaft broker needs "
-                      "node.id and controller.quorum.voters naming these controllers)")
+        out[b] = "zookeeper" if b in zk else "dead" if b in assigned and not copied else "down"
     return out
 
 
@@ -136,8 +151,10 @@ def _lagging(obs: Observation) -> list[str]:
 
 
 def _unseen(obs: Observation, what: str = "not seen by the quorum", skip: tuple[int, ...] = ()) -> list[str]:
-    reasons = waiting_reasons(obs)
-    return [f"broker {b} {what}: {why}" for b, why in sorted(reasons.items()) if b not in skip]
+    """One item per kind of reason, naming its brokers."""
+    kinds = {b: k for b, k in _reason_kinds(obs).items() if b not in skip}
+    return [f"{_brokers(sorted(b for b, k in kinds.items() if k == kind))} {what}: {_SHORT[kind]}"
+            for kind in _SHORT if kind in kinds.values()]
 
 
 def judge_reading(gate: Gate, obs: Observation, controllers: tuple[str, ...] = (),
@@ -179,7 +196,8 @@ def judge_reading(gate: Gate, obs: Observation, controllers: tuple[str, ...] = (
     if obs.quorum is not None and obs.quorum.has_leader:
         missing += _unseen(obs, skip=obs.zk_broker_ids)  # those are named above
     if offline is None:
-        missing.append("the partitions could not be read (give --bootstrap-server, the KRaft brokers)")
+        missing.append("the partitions' leaders, unread: no broker answered (give --bootstrap-server, the brokers' "
+                       "listeners; a broker restarting right now answers again soon)")
     elif offline:
         shown = ", ".join(offline[:5]) + (f" and {len(offline) - 5} more" if len(offline) > 5 else "")
         missing.append(f"{len(offline)} offline partition{'s' if len(offline) != 1 else ''} (no leader): {shown}")

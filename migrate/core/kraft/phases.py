@@ -127,7 +127,7 @@ def phase_of(obs: Observation) -> PhaseReading:
 
     >>> q = QuorumView(3000, 1, 50, (3000,), (1, 2))
     >>> phase_of(Observation("c", (1, 2, 3), (1, 2, 3), None, 1, None, q))
-    PhaseReading(phase=<Phase.WAITING_FOR_BROKERS: 'waiting-for-brokers'>, waiting_for=(3,), zookeeper_brokers=(1, 2, 3), kraft_brokers=(), detail='the controller waits for broker 3 to register with KRaft (roll 1: restart it with --phase migration)')
+    PhaseReading(phase=<Phase.WAITING_FOR_BROKERS: 'waiting-for-brokers'>, waiting_for=(3,), zookeeper_brokers=(1, 2, 3), kraft_brokers=(), detail='the controller waits for broker 3 to register with KRaft')
     """
     zk = tuple(sorted(obs.zk_broker_ids))
     q = obs.quorum
@@ -156,8 +156,7 @@ def phase_of(obs: Observation) -> PhaseReading:
             return PhaseReading(Phase.WAITING_FOR_BROKERS, (), zk, kraft, detail=(
                 "every broker registered with KRaft; the controller is copying the metadata"))
         return PhaseReading(Phase.WAITING_FOR_BROKERS, waiting, zk, kraft, detail=(
-            f"the controller waits for broker{'s' if len(waiting) != 1 else ''} {names} to register with KRaft "
-            "(roll 1: restart it with --phase migration)"))
+            f"the controller waits for broker{'s' if len(waiting) != 1 else ''} {names} to register with KRaft"))
     lag = q.high_watermark - (obs.migration_offset or 0)
     flags = obs.controller_migration
     if not zk:

@@ -57,7 +57,8 @@ def reader(zookeeper_connect: str, auth: list | None, settings: ClientSettings |
     gate needs them."""
     from migrate.runner.kraft.observe import observe
 
-    offline = OfflinePartitions(settings, timeout_s) if gate in (Gate.BROKERS_KRAFT, Gate.FINALIZED) else None
+    # a short read: a broker restarting under it must not hold the wait's progress lines for long
+    offline = OfflinePartitions(settings, min(timeout_s, 5.0)) if gate in (Gate.BROKERS_KRAFT, Gate.FINALIZED) else None
 
     def read() -> Reading:
         obs = observe(zookeeper_connect, auth, settings, known_brokers, timeout_s=timeout_s, controllers=controllers,

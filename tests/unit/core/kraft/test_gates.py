@@ -90,8 +90,8 @@ def test_dual_write_names_what_is_missing_before_roll_1_ends():
     assert check.missing[0] == ("/controller has no kraftControllerEpoch: the KRaft controller has not taken the "
                                 "controllership (held by broker 101)")
     assert check.missing[1].startswith("/migration's metadata offset is -1: the controller has not copied")
-    assert [m.split(":")[0] for m in check.missing[2:]] == ["broker 205 not registered with KRaft",
-                                                            "broker 310 not registered with KRaft"]
+    assert check.missing[2:] == ("brokers 205, 310 not registered with KRaft: in ZooKeeper mode without the migration "
+                                 "settings (roll 1: kmigrate kraft broker-config ID --phase migration, then restart)",)
 
 
 def test_dual_write_needs_the_offset_to_advance():
@@ -108,7 +108,8 @@ def test_dual_write_gate_a_stuck_controller_times_out_naming_the_dead_id():
     watch = GateWatch(Gate.DUAL_WRITE, needed=1)
     for _ in range(5):
         assert not watch.observe(obs(assigned=BROKERS + (999,), offset=-1, q=quorum(observers=BROKERS)))
-    assert "broker 999 not registered with KRaft: named by partition assignments but not a live broker" in watch.summary()
+    assert ("broker 999 not registered with KRaft: named by assignments but not live (a dead id: start it or reassign "
+            "its partitions; kmigrate kraft precheck lists them)") in watch.summary()
     assert watch.summary().startswith("phase waiting-for-brokers: waiting for /controller has no kraftControllerEpoch")
 
 
@@ -130,8 +131,8 @@ def test_brokers_kraft_names_the_zookeeper_brokers_the_unseen_and_offline_partit
     assert check.missing == (
         "broker 310 in migration mode (roll 1's config), still in /brokers/ids: roll 2, restart it with kmigrate kraft "
         "broker-config ID --phase kraft",
-        "broker 205 not seen by the quorum: neither in /brokers/ids nor seen by the quorum: stopped, or restarting "
-        "(a KRaft broker needs node.id and controller.quorum.voters naming these controllers)",
+        "broker 205 not seen by the quorum: not in /brokers/ids either (stopped, restarting, or not fetching yet from a "
+        "restarted controller? a KRaft broker needs node.id and controller.quorum.voters naming these controllers)",
         "2 offline partitions (no leader): orders-0, orders-2",
     )
 
@@ -140,7 +141,8 @@ def test_brokers_kraft_waits_when_the_partitions_cannot_be_read():
     done = obs(zk=(), controller=KRAFT_CONTROLLER, offset=300, q=quorum(observers=BROKERS))
     assert judge_reading(Gate.BROKERS_KRAFT, done, offline=()).ok
     check = judge_reading(Gate.BROKERS_KRAFT, done, offline=None)
-    assert check.missing == ("the partitions could not be read (give --bootstrap-server, the KRaft brokers)",)
+    assert check.missing == ("the partitions' leaders, unread: no broker answered (give --bootstrap-server, the brokers' "
+                             "listeners; a broker restarting right now answers again soon)",)
 
 
 def test_brokers_kraft_not_reached_during_dual_write():
@@ -166,7 +168,7 @@ def test_finalized_waits_for_every_broker_to_be_seen_again():
     q = quorum(observers=(101,))
     check = judge_reading(Gate.FINALIZED, obs(zk=(), controller=KRAFT_CONTROLLER, offset=300, q=q, flags={3000: False}),
                           offline=())
-    assert [m.split(":")[0] for m in check.missing] == ["broker 205 not seen by the quorum", "broker 310 not seen by the quorum"]
+    assert [m.split(":")[0] for m in check.missing] == ["brokers 205, 310 not seen by the quorum"]
 
 
 def test_a_watch_needs_one_reading_or_more():
@@ -185,7 +187,7 @@ def test_finalize_is_refused_naming_each_broker_left_behind_and_the_fix():
     assert line.startswith("refusing to finalize, after which there is no way back to ZooKeeper (Kafka would let it "
                            "happen: KAFKA-20960): broker 310 in ZooKeeper mode and broker 205 in migration mode "
                            "(roll 1's config), still in /brokers/ids: roll 2, restart each with kmigrate kraft "
-                           "broker-config ID --phase kraft; broker 400 not seen by the quorum: neither in")
+                           "broker-config ID --phase kraft; broker 400 not seen by the quorum: not in /brokers/ids either")
     assert line.endswith("; then kmigrate kraft status --wait-for brokers-kraft, and run this again")
     assert "\n" not in line
 
@@ -193,7 +195,7 @@ def test_finalize_is_refused_naming_each_broker_left_behind_and_the_fix():
 def test_finalize_is_refused_while_a_partition_is_offline_or_unread_and_allowed_once_all_is_kraft():
     done = obs(zk=(), controller=KRAFT_CONTROLLER, offset=500, q=quorum(observers=BROKERS))
     assert "1 offline partition (no leader): orders-1" in finalize_refusal(done, offline=("orders-1",))
-    assert "the partitions could not be read" in finalize_refusal(done, offline=None)
+    assert "the partitions' leaders, unread: no broker answered" in finalize_refusal(done, offline=None)
     assert finalize_refusal(done, offline=()) is None
     finalized = obs(zk=(), controller=KRAFT_CONTROLLER, offset=500, q=quorum(observers=BROKERS, hw=9000), flags={3000: False})
     assert finalize_refusal(finalized, offline=()) is None  # a controller left to roll after the others
