@@ -9,7 +9,6 @@ and the next pass reads again).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -19,6 +18,7 @@ from migrate.core.kraft.phases import Phase, parse_int_znode, parse_json_znode, 
 from migrate.core.kraft.rollback import PLAN, Decision, RollbackView, Step, next_step, remaining, znode_change
 from migrate.core.zookeeper.config import split_connect
 from migrate.errors import BadInput, StepFailed
+from migrate.waiting import SYSTEM_CLOCK, Clock, FakeClock
 
 
 STUCK_S = 90.0
@@ -123,14 +123,15 @@ def _delete_znodes(connect: str, auth: list | None, view: RollbackView, run: Rol
 def rollback(connect: str, auth: list | None, settings: ClientSettings | None, *, known: tuple[int, ...] = (),
              controllers: tuple[str, ...] = (), controller_settings: ClientSettings | None = None,
              timeout_s: float = 1800, interval_s: float = 2.0, dry_run: bool = False,
-             playbook_hint: str = "", progress: Callable[[str], None] = lambda msg: None) -> RollbackRun:
+             playbook_hint: str = "", progress: Callable[[str], None] = lambda msg: None,
+             clock: Clock | FakeClock = SYSTEM_CLOCK) -> RollbackRun:
     """Roll the migration back to ZooKeeper mode (see the module docstring). BadInput (nothing changed) when refused;
     StepFailed with where it stands after ``timeout_s``."""
     if settings is None:
         raise BadInput("no Kafka brokers given: use --bootstrap-server host:port (the brokers, to read their migration "
                        "flag) or --playbook")
     run = RollbackRun()
-    deadline = time.monotonic() + timeout_s
+    deadline = clock.now() + timeout_s
     seen: set[int] = set(known)
     missing_since: dict[int, float] = {}
     last = ""
@@ -139,7 +140,7 @@ def rollback(connect: str, auth: list | None, settings: ClientSettings | None, *
                                 controller_settings=controller_settings)
         controllers = controllers or found  # kept: brokers rolled back to ZooKeeper mode no longer name them
         seen.update(view.brokers)
-        now = time.monotonic()
+        now = clock.now()
         missing = set(view.out_of_zookeeper) | {b for b in view.zk_broker_ids if b not in view.broker_flags}
         missing_since = {b: missing_since.get(b, now) for b in missing}
         view = replace(view, long_missing=tuple(sorted(b for b, t in missing_since.items() if now - t >= STUCK_S)))
@@ -161,10 +162,10 @@ def rollback(connect: str, auth: list | None, settings: ClientSettings | None, *
         if decision.message != last:
             progress(decision.message)
             last = decision.message
-        if time.monotonic() >= deadline:
+        if clock.now() >= deadline:
             raise StepFailed(f"kraft rollback: not done after {timeout_s:.0f} s; where it stands: {decision.message} "
                              "(run it again to go on)")
-        time.sleep(interval_s)
+        clock.sleep(interval_s)
 
 
 __all__ = ["PLAN", "RollbackRun", "read_view", "rollback"]
