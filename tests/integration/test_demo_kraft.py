@@ -1,0 +1,79 @@
+"""Issue 29: ``kmigrate demo --kraft --security sasl_ssl``: brokers moved to new nodes in ZooKeeper mode, then ZooKeeper
+mode to KRaft (one controller), ZooKeeper stopped, on a SASL_SSL sandbox with ACLs, the canary running throughout and
+kmigrate's commands SIGKILLed once in each phase (``partitions`` and every gate), then run again.
+
+The demo runs once, as an operator runs it (the command, ``--output json``); the tests read its report: nothing lost,
+verify clean before and after ZooKeeper is gone, group offsets, topic configs (compaction, min.insync.replicas) and
+ACLs the same after as before, every broker KRaft, the controllers finalized, ZooKeeper stopped, every kill recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from migrate.sandbox.testing import free_ip_prefix
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    work = tmp_path_factory.mktemp("demo-kraft")
+    proc = subprocess.run([sys.executable, "-m", "migrate", "demo", "--kraft", "--security", "sasl_ssl", "--ip-prefix",
+                           free_ip_prefix(7), "--dir", str(work), "--output", "json"],
+                          capture_output=True, text=True, timeout=840, env=os.environ.copy())
+    doc = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else None
+    assert doc is not None, f"exit {proc.returncode}, no report: {proc.stderr[-2000:]}"
+    doc["_exit"] = proc.returncode
+    return doc
+
+
+def test_the_canary_lost_nothing(report):
+    canary = report["canary"]
+    assert canary["lost"] == 0 and canary["failed_sends"] == 0, canary
+    assert canary["acknowledged"] == canary["sent"] == canary["consumed"] > 0, canary
+    assert report["longest_stall_s"] is not None
+
+
+def test_verify_is_clean_before_finalize_and_without_zookeeper(report):
+    assert report["verify"].get("ok") is True, report["verify"]
+    assert report["verify_after_zookeeper"].get("ok") is True, report["verify_after_zookeeper"]
+
+
+def test_group_offsets_topic_configs_and_acls_are_the_same_after(report):
+    state = report["state"]
+    assert state["compared"] and state["same"], state["differences"]
+    before = state["before"]
+    assert before["configs"]["customers"]["cleanup.policy"] == "compact"
+    assert before["configs"]["orders"]["min.insync.replicas"] == "2"
+    assert before["acls"], "the secured sandbox has ACLs to compare"
+    assert all(before["offsets"][g] for g in ("demo-billing", "demo-payments-audit")), before["offsets"]
+
+
+def test_every_broker_is_kraft_finalized_and_zookeeper_stopped(report):
+    status = report["kraft_status"]
+    assert status["phase"] == "finalized", status
+    assert status["brokers"] == {"4": "kraft", "5": "kraft", "6": "kraft"}, status
+    assert status["controllers_migration_flag"] == {"3000": False}, status
+    assert report["zookeeper_stopped"] is True
+    assert report["partitions_moved"] > 0
+
+
+def test_a_kill_in_each_phase_then_a_run_that_converged(report):
+    killed = {k["command"] for k in report["kills"]}
+    assert {"kmigrate partitions", "kraft status --wait-for controllers-ready", "kraft status --wait-for dual-write",
+            "kraft status --wait-for brokers-kraft", "kraft status --wait-for finalized"} <= killed, report["kills"]
+    assert any(k["killed"] for k in report["kills"] if k["command"] == "kmigrate partitions"), report["kills"]
+
+
+def test_each_phase_has_its_time_and_the_report_is_ok(report):
+    names = [p["name"] for p in report["phases"]]
+    assert any(n.startswith("roll 1") for n in names) and any(n.startswith("finalize") for n in names), names
+    assert all(p["seconds"] >= 0 for p in report["phases"])
+    assert any(p.get("canary", {}).get("latency_p99_ms") is not None for p in report["phases"]), report["phases"]
+    assert report["failed"] == [] and report["ok"] is True and report["_exit"] == 0, report["failed"]
