@@ -31,6 +31,7 @@ KRAFT_COMMANDS = {
     "precheck": "kmigrate kraft precheck --playbook {playbook}",
     "controller_config": "kmigrate kraft controller-config {id} --playbook {playbook}",
     "status": "kmigrate kraft status --playbook {playbook}",
+    "gate": "kmigrate kraft status --wait-for {gate} --playbook {playbook}",
     "broker_config": "kmigrate kraft broker-config {id} --phase {phase} --playbook {playbook}",
     "finalize": "kmigrate kraft controller-config {id} --finalize --playbook {playbook}",
     "verify_snapshot": "kmigrate verify snapshot -o before-kraft.json --bootstrap-server {bootstrap}",
@@ -127,7 +128,7 @@ def kraft_steps(
                       f"migration), then `bin/kafka-server-start.sh {props}`.",
                       f"controller {ctrl.id} listens on {ctrl.address}"))
     steps += [
-        ("kmigrate", c["status"],
+        ("kmigrate", c["gate"].format(gate="controllers-ready"),
          f"The quorum gate: controllers {_ids(kraft.controller_ids)} elected a leader and every one is caught up "
          "(DescribeQuorum). No broker knows the controllers yet: stopping them now changes nothing.",
          "phase controllers-ready: a leader, every controller a caught-up voter"),
@@ -137,7 +138,7 @@ def kraft_steps(
          f"the {kraft.listener_name} protocol) to its server.properties and restart it; after each, run "
          f"`{c['health']}` and `{c['status']}` before the next. No broker added or removed from here until finalize.",
          "each broker registered with the KRaft controller (an observer in DescribeQuorum)"),
-        ("kmigrate", c["status"],
+        ("kmigrate", c["gate"].format(gate="dual-write"),
          "The migration gate: once every broker registered, the controller copies the metadata from ZooKeeper and "
          "writes to both (dual-write). Stuck in waiting-for-brokers? status names the brokers it waits for.",
          "phase dual-write: /migration written, /controller names the KRaft controller (kraftControllerEpoch)"),
@@ -147,7 +148,7 @@ def kraft_steps(
          "zookeeper.* and no migration flag, StandardAuthorizer in place of AclAuthorizer) and restart it; after "
          f"each, run `{c['health']}` and `{c['status']}` before the next.",
          "each broker gone from /brokers/ids and healthy as a KRaft broker"),
-        ("kmigrate", c["status"],
+        ("kmigrate", c["gate"].format(gate="brokers-kraft"),
          "The KRaft gate: every broker is a KRaft broker; the controllers still mirror every metadata change to "
          "ZooKeeper (dual-write), so the way back is still open.",
          "phase brokers-kraft with every broker KRaft; /migration's metadata offset advances"),
@@ -165,7 +166,7 @@ def kraft_steps(
          f"For each controller C, the active controller last: `{c['finalize'].format(id='C')}` prints its config "
          "without the migration flag and without zookeeper.* (refused unless every broker is a KRaft broker and "
          "healthy: Kafka itself may finalize too early, KAFKA-20960); save it as C's config, restart C, then run "
-         f"`{c['status']}` before the next.",
+         f"`{c['status']}` before the next; after the last, `{c['gate'].format(gate='finalized')}`.",
          "phase finalized: a leader, every controller caught up, no write to ZooKeeper"),
     ]
     zk = f"ZooKeeper servers {_ids(zookeeper_servers)}" if zookeeper_servers else f"the ZooKeeper ensemble ({zookeeper_connect})"

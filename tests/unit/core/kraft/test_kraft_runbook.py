@@ -36,7 +36,7 @@ def test_leaving_zookeeper_only_gives_every_phase_in_order_with_its_gate():
     steps = plan.runbook
     assert [s.number for s in steps] == list(range(1, len(steps) + 1))
     pb = "test.yaml"
-    status = KRAFT_COMMANDS["status"].format(playbook=pb)
+    gate = lambda g: KRAFT_COMMANDS["gate"].format(gate=g, playbook=pb)  # noqa: E731
     assert [s.command for s in steps] == [
         f"kmigrate plan --playbook {pb} -o plan.json",
         f"kmigrate kraft precheck --playbook {pb}",
@@ -44,11 +44,11 @@ def test_leaving_zookeeper_only_gives_every_phase_in_order_with_its_gate():
         "start KRaft controller 3001 on c1:9093",
         "start KRaft controller 3002 on c2:9093",
         "start KRaft controller 3003 on c3:9093",
-        status,
+        gate("controllers-ready"),
         "rolling restart of the brokers with the migration settings (roll 1)",
-        status,
+        gate("dual-write"),
         "rolling restart of the brokers as KRaft brokers (roll 2)",
-        status,
+        gate("brokers-kraft"),
         "kmigrate verify compare before-kraft.json",
         POINT_OF_NO_RETURN,
         "rolling restart of the controllers with the finalized config (finalize)",
