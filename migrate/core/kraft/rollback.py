@@ -176,6 +176,11 @@ def next_step(view: RollbackView, playbook_hint: str = "") -> Decision:
                         + (f" ({view.finalized_detail})" if view.finalized_detail else ""))
     kraft_brokers = view.out_of_zookeeper
     controllers_up = bool(view.answering_controllers)
+    if view.brokers and not view.zk_broker_ids and not controllers_up and view.controller_is_kraft:
+        return Decision(Step.REFUSED, (
+            "every broker is out of /brokers/ids (KRaft mode) and no KRaft controller answers: kmigrate cannot tell a "
+            "finalized migration (no way back) from one in dual-write; start the controllers again (or give "
+            "--bootstrap-controller / --controller-command-config to reach them) and run it again; nothing was changed"))
     in_migration = controllers_up or view.controller_is_kraft or view.migration is not None
     if kraft_brokers and in_migration and (controllers_up or view.controller_is_kraft):
         cmds = "; ".join(f"`{migration_config(b, playbook_hint)}`" for b in kraft_brokers)

@@ -32,6 +32,12 @@ def test_finalized_is_refused_with_one_line():
     assert "\n" not in d.message
 
 
+def test_every_broker_kraft_and_no_controller_answering_is_refused():
+    """Finalized then stopped, or dual-write with the controllers down: ZooKeeper alone cannot tell them apart."""
+    d = next_step(view(zk=(), flags={}, answering=()))
+    assert d.step == Step.REFUSED and "cannot tell a finalized migration" in d.message
+
+
 def test_dual_write_first_stops_the_controllers():
     d = next_step(view())
     assert d.step == Step.STOP_CONTROLLERS and d.controllers == (3000,)
