@@ -78,10 +78,13 @@ def _controller_settings(pb, command_config: Optional[Path], controller_command_
     where = ",".join(controllers) or (settings.bootstrap_servers if settings is not None else "controller:9093")
     if controller_command_config is not None:
         return client_settings(where, controller_command_config)
+    protocol = pb.kraft.security_protocol if pb is not None and pb.kraft is not None else None
     if command_config is None:
+        if protocol not in (None, "PLAINTEXT"):
+            raise BadInput(f"the playbook's kraft.security_protocol is {protocol}: give --controller-command-config FILE "
+                           "(Kafka client properties for the controller listener) or --command-config")
         return None
     base = client_settings(where, command_config)
-    protocol = pb.kraft.security_protocol if pb is not None and pb.kraft is not None else None
     if protocol is None:
         return base
     if protocol == "PLAINTEXT":

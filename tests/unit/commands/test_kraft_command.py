@@ -59,5 +59,7 @@ def test_controller_settings_follow_the_playbooks_controller_protocol(tmp_path):
     assert _controller_settings(pb("PLAINTEXT"), conf, None, c, None) is None
     plain = _controller_settings(pb("SASL_PLAINTEXT"), conf, None, c, None)
     assert plain.settings["security.protocol"] == "sasl_plaintext" and plain.settings["sasl.username"] == "a"
+    with pytest.raises(BadInput, match="kraft.security_protocol is SASL_SSL: give --controller-command-config"):
+        _controller_settings(pb("SASL_SSL"), None, None, c, None)
     mine = _controller_settings(pb("PLAINTEXT"), conf, own, c, None)
     assert mine.settings["sasl.username"] == "c" and mine.bootstrap_servers == "c1:9093"
