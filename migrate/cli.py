@@ -43,7 +43,7 @@ _COMMANDS: tuple[tuple[str, str, Callable], ...] = (
     ("zookeeper", "zookeeper", lambda m: app.add_typer(m.app, name="zookeeper")),
     ("verify", "verify", lambda m: app.add_typer(m.app, name="verify")),
     ("mirror", "mirror.app", lambda m: app.add_typer(m.app, name="mirror")),
-    ("kraft", "kraft", lambda m: app.add_typer(m.app, name="kraft")),
+    ("kraft", "kraft.app", lambda m: app.add_typer(m.app, name="kraft")),
 )
 _added: set[str] = set()
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from migrate.commands.kraft import parse_voters
+from migrate.commands.kraft.connect import parse_voters
 from migrate.core.kraft.config import Controller
 from migrate.errors import BadInput
 
@@ -44,7 +44,7 @@ def test_controller_settings_follow_the_playbooks_controller_protocol(tmp_path):
     (PLAINTEXT: no security settings at all); without a playbook, --command-config's."""
     from types import SimpleNamespace
 
-    from migrate.commands.kraft import _controller_settings
+    from migrate.commands.kraft.connect import controller_settings as _controller_settings
 
     conf = tmp_path / "client.properties"
     conf.write_text("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config=org.apache.kafka.common."

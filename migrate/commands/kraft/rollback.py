@@ -21,6 +21,7 @@ from migrate.commands.common import (
     OUTPUT_OPTION, ZK_CLIENT_CONFIG_OPTION, ZK_JAAS_FILE_OPTION, OutputFormat, console, emit_json, err_console,
     parse_id_list,
 )
+from migrate.commands.kraft.connect import CONTROLLER_COMMAND_CONFIG_OPTION, controller_settings
 from migrate.errors import BadInput
 from migrate.commands.options import (
     BOOTSTRAP_OPTION, COMMAND_CONFIG_OPTION, PLAYBOOK_OPTION, ZK_AUTH_FILE_OPTION, ZK_AUTH_OPTION, ZOOKEEPER_OPTION,
@@ -33,13 +34,10 @@ def rollback(
     command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
     playbook: Optional[Path] = PLAYBOOK_OPTION,
     bootstrap_controller: Optional[str] = typer.Option(
-        None, "--bootstrap-controller", help="The KRaft controllers' PLAINTEXT controller listeners, host:port[,...], "
+        None, "--bootstrap-controller", help="The KRaft controllers' controller listeners, host:port[,...], "
                                              "asked whether they still run (default: the playbook's kraft: controllers, "
                                              "else the controller.quorum.voters the brokers of roll 1 run with)."),
-    controller_command_config: Optional[Path] = typer.Option(
-        None, "--controller-command-config", help="Kafka client properties (security.protocol, SASL, TLS) for the "
-                                                  "controllers' controller listener (default: PLAINTEXT). A controller "
-                                                  "whose listener still accepts connections counts as running."),
+    controller_command_config: Optional[Path] = CONTROLLER_COMMAND_CONFIG_OPTION,
     broker_list: Optional[str] = typer.Option(None, "--broker-list", help="Broker ids of the cluster (default: those "
                                               "in /brokers/ids and in assignments); a KRaft broker leaves /brokers/ids."),
     timeout: str = typer.Option("30m", "--timeout", help="How long to wait for the operator's steps before exit 1 "
@@ -74,11 +72,8 @@ def rollback(
     if not controllers and pb is not None and pb.kraft is not None:
         controllers = tuple(c.address for c in pb.kraft.controllers)
     hint = f" --playbook {playbook}" if playbook is not None else ""
-    csettings = None
-    if controller_command_config is not None:
-        from migrate.files import client_settings
-
-        csettings = client_settings(",".join(controllers) or "controller:9093", controller_command_config)
+    # a controller kmigrate cannot talk to still counts as running while its listener accepts connections
+    csettings = controller_settings(pb, command_config, controller_command_config, controllers, settings)
 
     def progress(msg: str) -> None:
         err_console.print(f"kraft rollback: {msg}", markup=False, soft_wrap=True)
