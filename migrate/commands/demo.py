@@ -127,7 +127,8 @@ def show_kraft_report(report, keep: bool) -> None:
         console.print(f"SIGKILL: {k['command']} after {k['after_s']:.2f} s: "
                       + ("killed, then run again to the end" if k["killed"] else f"had finished (exit {k['exit']}), run again"),
                       markup=False)
-    console.print(f"moved {report.partitions_moved} partitions of {report.topics_moved} topics in ZooKeeper mode")
+    console.print(f"the plan moved {report.plan_partitions} partitions in ZooKeeper mode (its last run, after the kill: "
+                  f"{report.partitions_moved} partitions of {report.topics_moved} topics)")
     for name, doc in (("verify (KRaft brokers, before finalize)", report.verify),
                       ("verify (after finalize, ZooKeeper stopped)", report.verify_after_zookeeper)):
         console.print(f"{name}: " + ("every partition matches" if doc.get("ok") else "DIFFERENCES FOUND" if doc else "not run"))

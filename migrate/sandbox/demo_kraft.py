@@ -21,6 +21,7 @@ Each phase records its time and, the canary running, its p99 latency and whether
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -107,6 +108,7 @@ class KraftDemoReport(DemoReport):
     zookeeper_stopped: bool = False
     without_zookeeper: dict = field(default_factory=dict)  # what was tried after ZooKeeper stopped, and how it went
     failed: list[str] = field(default_factory=list)
+    plan_partitions: int = 0  # partitions the plan moves (partitions_moved: its last run only, after a kill)
     stall_target_s: float = 1.0
 
     @property
@@ -134,7 +136,7 @@ class KraftDemoReport(DemoReport):
                           "differences": self.state_differences, "before": self.state_before},
                 "kraft_status": self.kraft_status, "every_broker_kraft": self.every_broker_kraft,
                 "zookeeper_stopped": self.zookeeper_stopped, "without_zookeeper": self.without_zookeeper,
-                "longest_stall_s": stall, "stall_target_s": self.stall_target_s,
+                "plan_partitions": self.plan_partitions, "longest_stall_s": stall, "stall_target_s": self.stall_target_s,
                 "stall_target_met": None if stall is None else stall <= self.stall_target_s, "failed": self.failed}
 
 
@@ -183,7 +185,7 @@ class KraftDemo(Demo):
             self._phase("finalize (controller-config --finalize), gate finalized", self.finalize)
             self._phase("stop ZooKeeper", self.stop_zookeeper)
             self._phase("kmigrate verify compare (no ZooKeeper)", self.verify_without_zookeeper)
-            self._phase("kmigrate health and status --bootstrap-server (no ZooKeeper)", self.without_zookeeper)
+            self._phase("kmigrate health, status, kraft status (no ZooKeeper)", self.without_zookeeper)
             self._phase("read group offsets, topic configs and ACLs (after) and compare", self.compare_after)
         finally:
             if self.canary is not None:
@@ -397,16 +399,18 @@ class KraftDemo(Demo):
         return "all partitions match" if doc.get("ok") else "DIFFERENCES FOUND"
 
     def without_zookeeper(self) -> str:
-        """``kmigrate health`` and ``kmigrate status`` given a bootstrap server only, ZooKeeper stopped: each one's
+        """``kmigrate health``, ``status`` and ``kraft status`` given a bootstrap server, ZooKeeper stopped: each one's
         exit code and last line go in the report (what works, what still needs ZooKeeper)."""
         import subprocess
 
         runs = {"health": ["health", "--bootstrap-server", self.bootstrap_new, *self._client_flags()],
                 "status": ["status", "--bootstrap-server", self.bootstrap_new, "--plan", str(self.dir / "plan.json"),
-                           *self._client_flags()]}
+                           *self._client_flags()],
+                "kraft status": self._status_args()[:-2]}  # the runbook's last check; it reads ZooKeeper too
         out = []
         for what, args in runs.items():
-            proc = subprocess.run(kmigrate_command(*args), capture_output=True, text=True, timeout=120)
+            proc = subprocess.run(kmigrate_command(*args), capture_output=True, text=True, timeout=120,
+                                  env={**os.environ, **self._env()})
             lines = [ln for ln in (proc.stdout + proc.stderr).strip().splitlines() if ln.strip()]
             self.report.without_zookeeper[what] = {"exit": proc.returncode, "last_line": lines[-1].strip() if lines else ""}
             out.append(f"{what} exit {proc.returncode}")
@@ -439,6 +443,13 @@ class KraftDemo(Demo):
             raise StepFailed(f"gate {gate}: kraft status reads {doc.get('phase')} ({doc.get('detail')}), brokers "
                              f"{doc.get('brokers')}")
         return doc
+
+    def plan(self) -> str:
+        import json
+
+        detail = super().plan()
+        self.report.plan_partitions = len(json.loads((self.dir / "plan.json").read_text())["moves"])
+        return detail
 
     def migrate_partitions(self) -> str:
         self.kills = {**self.kills, "partitions": self._kill_after(3.0, 10.0)}

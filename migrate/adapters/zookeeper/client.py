@@ -11,6 +11,7 @@ import socket
 import ssl
 import threading
 import time
+import warnings
 import uuid
 from contextlib import ExitStack
 from functools import lru_cache
@@ -190,7 +191,9 @@ class ZooKeeper:
         """Open a session or raise BadInput naming the servers (and the auth when it was refused)."""
         zk = cls(hosts, auth, timeout_s)
         try:
-            zk._zk.start(timeout=timeout_s)
+            with warnings.catch_warnings():  # kazoo's UserWarning about a chroot not created yet (the brokers
+                warnings.filterwarnings("ignore", "No chroot path exists", UserWarning)  # make it) on the terminal
+                zk._zk.start(timeout=timeout_s)
             if zk.auth:  # a refused login may answer the first request only: ask one now
                 zk._zk.exists("/")
         except AuthFailedError:
