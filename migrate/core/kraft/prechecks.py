@@ -4,7 +4,9 @@ Each check gives one :class:`Check`: passed, or one line naming the problem and 
 
 1. ``versions``: every live broker runs Kafka 3.9 (ApiVersions tells major.minor) with
    ``inter.broker.protocol.version`` 3.9, as Kafka's migration docs require (no IBP/MV change during it).
-   An older cluster is told to upgrade to 3.9 first (``kmigrate plan`` prints that upgrade).
+   An older cluster is told to upgrade to 3.9 first (``kmigrate plan`` prints that upgrade). An IBP below 3.6-IV1
+   is named with the metadata.version rule too: a ZooKeeper broker registers with the controller at its IBP as
+   its metadata.version, and a 3.9 controller refuses to start a migration below 3.6-IV1 (KAFKA-17457).
 2. ``broker_ids``: a fixed ``broker.id`` on every broker. A generated id is above ``reserved.broker.max.id``
    (1000 by default) while ``broker.id.generation.enable`` is on (Kafka refuses an explicit id there).
 3. ``assigned_brokers``: no partition assignment (or reassignment target) names a broker that is not live:
@@ -40,6 +42,9 @@ from migrate.core.versions import kafka_release_of, release_tuple
 
 KRAFT_RELEASE = (3, 9)
 KRAFT_RELEASE_TEXT = "3.9"
+MIGRATION_MV = (3, 6, 1)
+MIGRATION_MV_TEXT = "3.6-IV1"
+"""The lowest metadata.version a 3.9 controller starts a migration at (KAFKA-17457: metadata transactions)."""
 DEFAULT_RESERVED_BROKER_MAX_ID = 1000
 SHOWN = 5
 """Partitions named in one line at most (then "and N more")."""
@@ -107,6 +112,24 @@ def _true(value: str | None) -> bool:
 
 
 # ------------------------------------------------------------------ 1. versions
+def below_migration_mv(protocol_version: str | None) -> bool:
+    """True when an ``inter.broker.protocol.version`` is below metadata.version 3.6-IV1 (metadata transactions,
+    KIP-868): a ZooKeeper broker registers with the KRaft controller at its IBP as its metadata.version, and a 3.9
+    controller with an empty log refuses to start a migration below 3.6-IV1 (KAFKA-17457). An unknown or
+    unreadable value is not taken as below (the 3.9 rule names it anyway).
+
+    >>> [below_migration_mv(v) for v in ("3.5-IV2", "3.6-IV0", "3.6-IV1", "3.6", "3.8-IV0", "2.8", None)]
+    [True, True, False, False, False, True, False]
+    """
+    release = release_tuple(kafka_release_of(protocol_version or ""))
+    if release is None:
+        return False
+    if release != MIGRATION_MV[:2]:
+        return release < MIGRATION_MV[:2]
+    iv = (protocol_version or "").strip().partition("-IV")[2]
+    return iv.isdigit() and int(iv) < MIGRATION_MV[2]  # "3.6" alone is 3.6's last IV
+
+
 def check_versions(snapshot: ClusterSnapshot) -> Check:
     """Every live broker on Kafka 3.9 with ``inter.broker.protocol.version`` 3.9."""
     live = [b for b in snapshot.brokers if b.alive]
@@ -134,8 +157,12 @@ def check_versions(snapshot: ClusterSnapshot) -> Check:
            or (release_tuple(kafka_release_of(b.protocol_version)) or (0, 0)) < KRAFT_RELEASE]
     if low:
         seen = ", ".join(f"{b.id} ({b.protocol_version or 'unknown'})" for b in low)
+        under_mv = [b for b in low if below_migration_mv(b.protocol_version)]
+        why = (f", below metadata.version {MIGRATION_MV_TEXT}, the lowest a {KRAFT_RELEASE_TEXT} controller starts a "
+               "migration at (KAFKA-17457; a ZooKeeper broker registers its inter.broker.protocol.version as its "
+               "metadata.version)") if under_mv else ""
         return Check("versions", False,
-                     f"inter.broker.protocol.version is below {KRAFT_RELEASE_TEXT} on {_plural(len(low), 'broker')} {seen}: "
+                     f"inter.broker.protocol.version is below {KRAFT_RELEASE_TEXT} on {_plural(len(low), 'broker')} {seen}{why}: "
                      f"set inter.broker.protocol.version={KRAFT_RELEASE_TEXT} on every broker and roll them (health gate after "
                      "each), then run the pre-check again; it must not change during the migration")
     return Check("versions", True, f"every broker ({_ids(b.id for b in live)}) runs Kafka {KRAFT_RELEASE_TEXT} with "
@@ -228,7 +255,8 @@ def check_reassignments(snapshot: ClusterSnapshot) -> Check:
     if moving:
         return Check("reassignments", False,
                      f"a reassignment is in flight for {_shown(moving)}: let it finish (kmigrate partitions --resume, or "
-                     "kafka-reassign-partitions.sh --verify) or cancel it, then run the pre-check again")
+                     "kafka-reassign-partitions.sh --verify) or cancel it (kmigrate partitions --cancel, or "
+                     "kafka-reassign-partitions.sh --cancel), then run the pre-check again")
     return Check("reassignments", True, "no reassignment in flight")
 
 

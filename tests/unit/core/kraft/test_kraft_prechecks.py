@@ -84,6 +84,20 @@ def test_3_9_brokers_with_an_older_protocol_version_are_told_to_raise_it():
             "set inter.broker.protocol.version=3.9 on every broker and roll them")
 
 
+def test_a_protocol_version_below_metadata_version_3_6_iv1_names_the_controllers_rule():
+    msg = refused(inputs(cluster(ibp="3.5-IV2")), "versions",
+                  "inter.broker.protocol.version is below 3.9 on brokers 1 (3.5-IV2), 2 (3.5-IV2), 3 (3.5-IV2), "
+                  "below metadata.version 3.6-IV1, the lowest a 3.9 controller starts a migration at (KAFKA-17457",
+                  "set inter.broker.protocol.version=3.9 on every broker and roll them")
+    snap = cluster()
+    snap = replace(snap, brokers=(replace(snap.brokers[0], protocol_version="3.6-IV0"), *snap.brokers[1:]))
+    assert "metadata.version 3.6-IV1" in refused(inputs(snap), "versions", "on broker 1 (3.6-IV0), below")
+    # 3.6-IV1 and later carry metadata transactions: the 3.9 rule alone
+    for ibp in ("3.6-IV1", "3.6", "3.8-IV0"):
+        assert "metadata.version" not in refused(inputs(cluster(ibp=ibp)), "versions", f"(1 ({ibp})"[1:]), ibp
+    assert msg.count("\n") == 0
+
+
 def test_a_generated_broker_id_is_refused():
     snap = cluster(brokers=(1, 2, 1001), topics={"orders": [(1, 2, 1001)]})
     refused(inputs(snap), "broker_ids", "broker 1001 has a generated id", "broker.id.generation.enable=false")
@@ -115,7 +129,8 @@ def test_a_controller_id_of_a_new_broker_of_the_playbook_is_refused():
 
 def test_a_reassignment_in_flight_is_refused():
     snap = cluster(reassigning={("orders", 0): ((1, 2, 3), ())})
-    refused(inputs(snap), "reassignments", "a reassignment is in flight for orders-0", "let it finish")
+    refused(inputs(snap), "reassignments", "a reassignment is in flight for orders-0", "let it finish",
+            "cancel it (kmigrate partitions --cancel, or kafka-reassign-partitions.sh --cancel)")
 
 
 def test_zookeeper_acl_and_tls_must_be_in_every_controller_config():
