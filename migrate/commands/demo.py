@@ -75,6 +75,12 @@ def demo(
                 report = run.run()
         else:
             report = run.run()
+    except KeyboardInterrupt as exc:  # said after the finally below has stopped the sandbox
+        from migrate.runner.signals import interrupted
+
+        where = (f"left running in {run.sandbox.dir} (kmigrate sandbox down --dir {run.sandbox.dir} stops it)" if keep
+                 else "stopped, no process of it left")
+        raise interrupted(exc, f"the demo's sandbox was {where}; run kmigrate demo again to start over") from None
     finally:
         if not keep:
             run.teardown()

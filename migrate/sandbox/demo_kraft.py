@@ -140,6 +140,10 @@ class KraftDemoReport(DemoReport):
                 "stall_target_met": None if stall is None else stall <= self.stall_target_s, "failed": self.failed}
 
 
+class _Stopped(Exception):
+    """A phase failed (recorded in the report): the phases after it do not run."""
+
+
 @dataclass
 class KraftPhase(Phase):
     canary: dict = field(default_factory=dict)
@@ -187,6 +191,8 @@ class KraftDemo(Demo):
             self._phase("kmigrate verify compare (no ZooKeeper)", self.verify_without_zookeeper)
             self._phase("kmigrate health, status, kraft status (no ZooKeeper)", self.without_zookeeper)
             self._phase("read group offsets, topic configs and ACLs (after) and compare", self.compare_after)
+        except _Stopped:  # a step failed: the report says which, with what the phases before it showed
+            pass
         finally:
             if self.canary is not None:
                 self.report.canary = self.canary.stop()
@@ -199,7 +205,11 @@ class KraftDemo(Demo):
         ledger = self.canary.ledger if self.canary is not None else None
         mark = len(ledger.latencies_ms) if ledger is not None else 0
         stall_before = self._stall_so_far()
-        detail = fn() or ""
+        failed = None
+        try:
+            detail = fn() or ""
+        except StepFailed as exc:
+            failed, detail = str(exc), f"FAILED: {exc}"
         phase = KraftPhase(name, time.monotonic() - started, detail)
         if ledger is not None:
             window = sorted(ledger.latencies_ms[mark:])
@@ -208,6 +218,9 @@ class KraftDemo(Demo):
                             "longest_stall_s": stall if stall > stall_before else None,
                             "stall_below_s": stall_before if stall <= stall_before else None}
         self.report.phases.append(phase)
+        if failed is not None:
+            self._fail(f"{name}: {failed}")
+            raise _Stopped
 
     def _stall_so_far(self) -> float:
         if self.canary is None or self.canary.ledger is None:

@@ -3,6 +3,8 @@ it, and the before/after comparison of group offsets, topic configs and ACLs fin
 
 from __future__ import annotations
 
+import pytest
+
 from migrate.files import load_playbook
 from migrate.sandbox.demo_kraft import KraftDemo, compare_state
 
@@ -41,3 +43,20 @@ def test_a_topic_gone_and_acls_lost_with_the_authorizer():
     after = {"offsets": STATE["offsets"], "configs": {}, "acls": None}
     assert compare_state(STATE, after) == ["topic customers: gone after",
                                            "ACL User:kmigrate ALLOW READ TOPIC:LITERAL:* from *: gone after"]
+
+
+def test_a_failed_step_ends_the_run_with_a_report_naming_it(tmp_path):
+    from migrate.errors import StepFailed
+
+    demo = KraftDemo(tmp_path / "demo")
+    demo.start_sandbox = lambda: "started"
+
+    def refused():
+        raise StepFailed("records were not acknowledged within 180 s")
+
+    demo.create_topics = refused
+    demo.start_canary = lambda: pytest.fail("a phase after the failed one ran")
+    report = demo.run()
+    assert [p.detail for p in report.phases] == ["started", "FAILED: records were not acknowledged within 180 s"]
+    assert report.failed == ["create topics, transactions and consumer groups: records were not acknowledged within 180 s"]
+    assert not report.ok and report.to_dict()["ok"] is False
