@@ -36,6 +36,31 @@ def broker_migration_flags(settings: ClientSettings, broker_ids: tuple[int, ...]
     return out
 
 
+def broker_configs(settings: ClientSettings, broker_ids: tuple[int, ...], names: tuple[str, ...],
+                   timeout_s: float = 10.0) -> dict[int, dict[str, str | None]]:
+    """Broker id -> the named configs as it runs them (DescribeConfigs through the brokers of ``settings``; a name
+    it does not report reads None); a broker that does not answer is left out (all when none answers)."""
+    from confluent_kafka.admin import ConfigResource
+
+    from migrate.adapters.kafka.client import admin_client
+
+    try:
+        admin = admin_client(settings, timeout_s=timeout_s)
+    except Exception as exc:  # BadInput: no broker reachable
+        log.debug("no admin client on %s: %s", settings.bootstrap_servers, exc)
+        return {}
+    out: dict[int, dict[str, str | None]] = {}
+    for b in broker_ids:  # librdkafka takes one BROKER resource per call
+        try:
+            futures = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))], request_timeout=timeout_s)
+            got = next(iter(futures.values())).result(timeout=timeout_s)
+        except Exception as exc:
+            log.debug("DescribeConfigs of broker %s failed: %s", b, exc)
+            continue
+        out[b] = {n: (got[n].value if n in got else None) for n in names}
+    return out
+
+
 def offline_partitions(settings: ClientSettings, timeout_s: float = 10.0) -> tuple[str, ...] | None:
     """``topic-partition`` of every partition without a leader in the metadata; None when no broker answers."""
     from migrate.adapters.kafka.client import admin_client

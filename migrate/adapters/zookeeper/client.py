@@ -59,6 +59,11 @@ READ_RETRY = dict(
 SESSION_RETRY = {"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 1.0}
 
 
+class Unreachable(BadInput):
+    """No ZooKeeper server of the connect string answered (as opposed to a refused login): a caller that can do
+    without ZooKeeper (``kraft status`` once it is retired) catches this one."""
+
+
 class LostAnswer(Exception):
     """The reconfig was sent but its answer never came back (connection lost, session expired, timeout)."""
 
@@ -204,7 +209,7 @@ class ZooKeeper:
                            "of --zk-jaas-file (section Client) or --zk-auth") from None
         except (KazooTimeoutError, KazooException, OSError) as exc:
             zk.close()
-            raise BadInput(
+            raise Unreachable(
                 f"cannot reach ZooKeeper at {hosts} within {timeout_s:.0f} s ({type(exc).__name__}): "
                 "check --zookeeper (host:port, comma separated) and that the servers are up"
                 + ("; TLS (--zk-client-config) needs ZooKeeper's secureClientPort and a truststore holding its CA"
@@ -382,16 +387,33 @@ def broker_config_znodes(hosts: str, chroot: str, auth: list | None, brokers: li
 MIGRATION_ZNODES = ("/cluster/id", "/controller", "/controller_epoch", "/migration")
 
 
-def migration_znodes(hosts: str, chroot: str, auth: list | None, timeout_s: float = 15.0) -> dict[str, object]:
+def migration_znodes(hosts: str, chroot: str, auth: list | None, timeout_s: float = 15.0,
+                     probe_s: float | None = None) -> dict[str, object]:
     """What a ZooKeeper-to-KRaft migration shows in ZooKeeper, read in one session under ``chroot``: the raw data of
     ``/cluster/id``, ``/controller``, ``/controller_epoch`` and ``/migration`` (None when absent), the children of
     ``/brokers/ids`` (``"ids"``) and each topic's assignment znode (``"topics"``: name -> data). BadInput when
-    ZooKeeper cannot be reached or refuses the login."""
+    ZooKeeper cannot be reached (:class:`Unreachable`) or refuses the login. With ``probe_s``, a connect string none
+    of whose servers accepts a TCP connection within ``probe_s`` is :class:`Unreachable` at once (a stopped ensemble
+    refuses in milliseconds; kazoo would retry it until ``timeout_s``)."""
+    if probe_s is not None and not any_accepting(hosts, probe_s):
+        raise Unreachable(f"cannot reach ZooKeeper at {hosts}: no server accepts a connection")
     with ZooKeeper.connect(hosts, auth, timeout_s) as zk:
         out: dict[str, object] = {path: zk.read(chroot + path) for path in MIGRATION_ZNODES}
         out["ids"] = sorted(int(i) for i in zk.children(f"{chroot}/brokers/ids") or [] if i.lstrip("-").isdigit())
         out["topics"] = {t: zk.read(f"{chroot}/brokers/topics/{t}") for t in zk.children(f"{chroot}/brokers/topics") or []}
         return out
+
+
+def any_accepting(hosts: str, timeout_s: float = 2.0) -> bool:
+    """Whether a server of ``hosts`` (``h1:2181,h2:2181``, no chroot) accepts a TCP connection within ``timeout_s``."""
+    for entry in (h.strip() for h in hosts.split(",") if h.strip()):
+        try:
+            host, port = split_host_port(entry, 2181, "--zookeeper")
+            with socket.create_connection((host.strip("[]"), port), timeout=timeout_s):
+                return True
+        except (OSError, BadInput):
+            continue
+    return False
 
 
 def znodes_with_versions(hosts: str, chroot: str, auth: list | None, paths: tuple[str, ...],

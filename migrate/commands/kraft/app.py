@@ -144,7 +144,7 @@ def status(
     zk_client_config: Optional[Path] = ZK_CLIENT_CONFIG_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """The migration's phase, each broker's mode, the quorum leader and /migration's offset (read from ZooKeeper and DescribeQuorum); with --wait-for, the gate between two steps."""
+    """The migration's phase, each broker's mode, the quorum leader and /migration's offset (read from ZooKeeper and DescribeQuorum); with --wait-for, the gate between two steps. Once ZooKeeper is retired (stopped, or not given) it reads the quorum, the controllers' migration flag and the brokers: finalized, or exit 1 (the phases before finalize need ZooKeeper)."""
     from migrate.core.kraft.gates import Gate, parse_gate
     from migrate.core.kraft.phases import phase_of
     from migrate.core.units import parse_duration
@@ -159,20 +159,36 @@ def status(
         if check_count < 1:
             raise BadInput(f"--check-count {check_count}: give 1 or more passing readings in a row")
     pb, connect, settings, auth = connection(playbook, zookeeper, bootstrap_server, command_config, zk_auth,
-                                              zk_auth_file, zk_jaas_file, zk_client_config)
+                                              zk_auth_file, zk_jaas_file, zk_client_config, zookeeper_optional=True)
     controllers = tuple(a.strip() for a in (bootstrap_controller or "").split(",") if a.strip())
     if not controllers and pb is not None and pb.kraft is not None:
         controllers = tuple(c.address for c in pb.kraft.controllers)
+    if connect is None:  # ZooKeeper retired: what the quorum and the brokers show tells a finalized cluster only
+        if settings is None and not controllers:
+            raise BadInput("nothing to read: give --zookeeper host:port/chroot (the brokers' zookeeper.connect), "
+                           "--bootstrap-server or --bootstrap-controller, or --playbook")
+        if gate in (Gate.DUAL_WRITE, Gate.BROKERS_KRAFT):
+            raise BadInput(f"--wait-for {gate.value} is read in ZooKeeper: give --zookeeper host:port/chroot (the "
+                           "brokers' zookeeper.connect) or a playbook with a zookeeper: section")
     csettings = controller_settings(pb, command_config, controller_command_config, controllers, settings)
     known = parse_id_list(broker_list, "--broker-list")
     if gate is None:
-        obs = observe(connect, auth, settings, known, controllers=controllers, controller_settings=csettings)
-        _print_status(obs, phase_of(obs), output)
+        from migrate.core.kraft.phases import ZOOKEEPER_NOT_GIVEN, Phase
+
+        obs = observe(connect, auth, settings, known, controllers=controllers, controller_settings=csettings,
+                      zookeeper_optional=True)
+        reading = phase_of(obs)
+        if reading.phase is Phase.UNKNOWN and obs.zookeeper_unread == ZOOKEEPER_NOT_GIVEN:
+            raise BadInput(f"{reading.detail}; give --zookeeper host:port/chroot (the brokers' zookeeper.connect)")
+        _print_status(obs, reading, output)
+        if reading.phase is Phase.UNKNOWN:  # ZooKeeper down before finalize: the cluster is in trouble, not the input
+            raise typer.Exit(EXIT_FAILURE)
         return
     from migrate.runner.kraft.gates import reader, wait_for_gate
 
     with _gate_view(output) as on_check:
-        watch = wait_for_gate(reader(connect, auth, settings, gate, known, controllers, csettings), gate,
+        watch = wait_for_gate(reader(connect, auth, settings, gate, known, controllers, csettings,
+                                     zookeeper_optional=True), gate,
                               timeout_s=timeout_s, interval_s=interval_s, check_count=check_count,
                               controllers=controllers, on_check=on_check)
     _print_status(watch.last_observation, watch.last.phase, output, gate={
@@ -199,9 +215,16 @@ def _print_status(obs, reading, output: OutputFormat, gate: dict | None = None) 
                                           "high_watermark": q.high_watermark, "voters": list(q.voters),
                                           "observers": list(q.observers), "voter_lag": {str(k): v for k, v in q.voter_lag.items()}},
         "controllers_migration_flag": {str(k): v for k, v in obs.controller_migration.items()},
-        "zookeeper": {"brokers_ids": list(obs.zk_broker_ids), "controller": obs.controller,
-                      "controller_epoch": obs.controller_epoch, "migration": obs.migration,
-                      "kraft_controller_epoch": obs.kraft_controller_epoch, "migration_offset": obs.migration_offset},
+        "zookeeper": None if obs.zookeeper_unread is not None else {
+            "brokers_ids": list(obs.zk_broker_ids), "controller": obs.controller,
+            "controller_epoch": obs.controller_epoch, "migration": obs.migration,
+            "kraft_controller_epoch": obs.kraft_controller_epoch, "migration_offset": obs.migration_offset},
+        # why the zookeeper part is null: {"reason": "not reachable" | "not given", "connect": tried or null,
+        # "needed": whether the phase needs it (false once finalized)}
+        "zookeeper_not_read": None if obs.zookeeper_unread is None else {
+            "reason": obs.zookeeper_unread, "connect": obs.zookeeper_connect,
+            "needed": reading.phase.value != "finalized"},
+        "brokers_modes_read": {str(b): m for b, m in sorted(obs.broker_modes_read.items())},
     }
     if gate is not None:
         doc["gate"] = gate
@@ -220,8 +243,14 @@ def _print_status(obs, reading, output: OutputFormat, gate: dict | None = None) 
     if obs.controller_migration:
         console.print("controllers: " + ", ".join(f"{c} {'with' if on else 'without'} the migration flag"
                                                   for c, on in sorted(obs.controller_migration.items())), markup=False)
-    console.print(f"ZooKeeper: /controller {obs.controller}, /controller_epoch {obs.controller_epoch}, "
-                  f"/migration offset {obs.migration_offset}", markup=False)
+    if obs.zookeeper_unread is None:
+        console.print(f"ZooKeeper: /controller {obs.controller}, /controller_epoch {obs.controller_epoch}, "
+                      f"/migration offset {obs.migration_offset}", markup=False)
+    else:
+        console.print(f"ZooKeeper: not read ({obs.zookeeper_why}): " + (
+            "finalized, nothing needs it any more (it can be retired)" if reading.phase.value == "finalized" else
+            "the phases before finalize are read there (/controller, /migration, /brokers/ids)"),
+            markup=False, soft_wrap=True)
     if gate is not None:
         passed = gate["passed"]
         console.print(f"gate {gate['gate']}: " + ("passed" + (" (the migration is already past it)" if gate["past"] else "")

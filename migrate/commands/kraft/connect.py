@@ -27,20 +27,22 @@ BROKER_PROPERTIES_OPTION = typer.Option(
 
 
 def connection(playbook: Optional[Path], zookeeper: Optional[str], bootstrap_server: Optional[str],
-                command_config: Optional[Path], zk_auth, zk_auth_file, zk_jaas_file, zk_client_config_file):
-    """(playbook or None, zookeeper connect, client settings or None, ZooKeeper auth list)."""
+                command_config: Optional[Path], zk_auth, zk_auth_file, zk_jaas_file, zk_client_config_file,
+                zookeeper_optional: bool = False):
+    """(playbook or None, zookeeper connect, client settings or None, ZooKeeper auth list); with
+    ``zookeeper_optional`` the connect string is None when neither --zookeeper nor the playbook gives one."""
     from migrate.core.zookeeper.auth import parse_auth
     from migrate.files import client_settings, load_playbook
     from migrate.files import zk_auth as read_zk_auth, zk_client_config, zk_jaas
 
     pb = load_playbook(playbook) if playbook is not None else None
     connect = zookeeper or (pb.zookeeper.reading_connect if pb is not None and pb.zookeeper is not None else None)
-    if not connect:
+    if not connect and not zookeeper_optional:
         raise BadInput("no ZooKeeper given: use --zookeeper host:port/chroot (the brokers' zookeeper.connect) or --playbook")
     bootstrap = bootstrap_server or (pb.kafka.bootstrap_servers if pb is not None else None)
     settings = client_settings(bootstrap, command_config) if bootstrap else None
     auth = parse_auth(read_zk_auth(zk_auth, zk_auth_file), zk_jaas(zk_jaas_file), zk_client_config(zk_client_config_file))
-    return pb, connect, settings, auth
+    return pb, connect or None, settings, auth
 
 
 def controller_settings(pb, command_config: Optional[Path], controller_command_config: Optional[Path],

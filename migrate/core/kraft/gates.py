@@ -12,7 +12,9 @@ steps. Each gate holds the checks of KRAFT.md B6 that can be read without JMX (`
 - ``brokers-kraft`` (after roll 2): ``/brokers/ids`` is empty; every broker (in an assignment, or known) is seen by
   the quorum; no offline partition.
 - ``finalized`` (after the controller roll without the migration flag): every voter runs without the migration flag
-  (DescribeConfigs asked of the controllers), and every broker is seen by the quorum again.
+  (DescribeConfigs asked of the controllers), and every broker is seen by the quorum again. It passes with ZooKeeper
+  stopped (retired) as well; ``controllers-ready`` needs no ZooKeeper either; ``dual-write`` and ``brokers-kraft``
+  wait while ZooKeeper is not read (unless the reading shows the cluster finalized: past them).
 
 A gate is judged on one :class:`~migrate.core.kraft.phases.Observation` at a time by :class:`GateWatch`, which keeps
 only what the readings of one wait showed (how many passed in a row, the first ``/migration`` offset of that run):
@@ -163,8 +165,13 @@ def judge_reading(gate: Gate, obs: Observation, controllers: tuple[str, ...] = (
     ``controllers``: the addresses asked (named when none answers); ``offline``: the offline partitions
     (``topic-partition``), None when they could not be read (the brokers-kraft gate then waits)."""
     reading = phase_of(obs)
-    rank, want = _ORDER.index(reading.phase), _ORDER.index(_GATE_PHASE[gate])
     missing = _quorum_missing(obs, controllers)
+    if reading.phase is Phase.UNKNOWN:  # ZooKeeper not read, not finalized: only the quorum's own gate can be judged
+        if gate is Gate.CONTROLLERS_READY:
+            missing += _lagging(obs)
+            return GateCheck(gate, reading, not missing, tuple(missing))
+        return GateCheck(gate, reading, False, tuple(missing) + (reading.detail,))
+    rank, want = _ORDER.index(reading.phase), _ORDER.index(_GATE_PHASE[gate])
     if gate is Gate.CONTROLLERS_READY:
         missing += _lagging(obs)
         return GateCheck(gate, reading, not missing, tuple(missing), past=rank > want)

@@ -13,6 +13,10 @@
   roll-1 and KRaft brokers).
 - DescribeConfigs asked of each controller (KIP-919): whether it runs with the migration flag (finalize
   removes it). Without an answer, a ``/migration`` offset far behind the metadata log stands for it.
+- Once ZooKeeper is retired (not reachable, or not given: ``Observation.zookeeper_unread``), only the quorum, the
+  controllers' flag and each broker's ``process.roles`` (DescribeConfigs through the brokers) are read: enough to
+  tell ``finalized`` (every controller without the migration flag, every broker KRaft), not any phase before it
+  (:data:`Phase.UNKNOWN`: the phases before finalize are read in ZooKeeper).
 
 :func:`phase_of` maps a reading to a :class:`Phase` with the broker ids that matter at that phase. Kafka's
 own migration state (``ZkMigrationState``) is a JMX metric only; kmigrate does not read it.
@@ -30,6 +34,10 @@ writing to ZooKeeper (finalized). During dual-write the controller writes the of
 mirrors, no-op records included (one every 500 ms by default), so the gap stays a few records."""
 
 
+ZOOKEEPER_UNREACHABLE = "not reachable"
+ZOOKEEPER_NOT_GIVEN = "not given"
+
+
 class Phase(str, Enum):
     ZOOKEEPER = "zookeeper"  # no KRaft quorum answers
     CONTROLLERS_READY = "controllers-ready"  # a quorum with a leader; no broker registered with it yet
@@ -37,6 +45,7 @@ class Phase(str, Enum):
     DUAL_WRITE = "dual-write"  # metadata copied, every broker still in ZooKeeper mode (roll 1 done)
     BROKERS_KRAFT = "brokers-kraft"  # roll 2: some or all brokers out of /brokers/ids
     FINALIZED = "finalized"  # every broker KRaft, the controllers no longer write to ZooKeeper
+    UNKNOWN = "unknown"  # ZooKeeper not read and the cluster not finalized: the phase cannot be known without it
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,20 @@ class Observation:
     # controller id -> zookeeper.metadata.migration.enable as that controller runs it (DescribeConfigs asked of the
     # controller itself, KIP-919); empty when no controller was asked or none answered
     controller_migration: dict[int, bool] = field(default_factory=dict)
+    # why ZooKeeper was not read (ZOOKEEPER_UNREACHABLE, ZOOKEEPER_NOT_GIVEN), None when it was; the zk_* fields,
+    # controller, controller_epoch and migration are then empty, and broker_modes_read stands in for /brokers/ids
+    zookeeper_unread: str | None = None
+    zookeeper_connect: str | None = None  # the connect string tried (None: not given)
+    # broker id -> "kraft", "migration" or "zookeeper" as the broker runs (process.roles and the migration flag,
+    # DescribeConfigs through the brokers); read only when ZooKeeper is not, a broker that did not answer left out
+    broker_modes_read: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def zookeeper_why(self) -> str:
+        """Why ZooKeeper was not read, for a line: ``not reachable at zk1:2181/kafka`` or ``not given``."""
+        if self.zookeeper_unread is None:
+            return ""
+        return self.zookeeper_unread + (f" at {self.zookeeper_connect}" if self.zookeeper_connect else "")
 
     @property
     def kraft_controller_epoch(self) -> int | None:
@@ -89,8 +112,14 @@ class Observation:
 
     @property
     def brokers(self) -> tuple[int, ...]:
-        """Every broker id the migration is about: in ``/brokers/ids``, in an assignment, or known before."""
-        return tuple(sorted(set(self.zk_broker_ids) | set(self.assigned_broker_ids) | set(self.known_broker_ids)))
+        """Every broker id the migration is about: in ``/brokers/ids``, in an assignment, or known before; without
+        ZooKeeper, also every broker the quorum sees (its observers) or that answered DescribeConfigs."""
+        ids = set(self.zk_broker_ids) | set(self.assigned_broker_ids) | set(self.known_broker_ids)
+        if self.zookeeper_unread is not None:
+            ids |= set(self.broker_modes_read)
+            if self.quorum is not None:
+                ids |= set(self.quorum.observers) - set(self.quorum.voters)
+        return tuple(sorted(ids))
 
     @property
     def registered_with_kraft(self) -> tuple[int, ...]:
@@ -129,6 +158,8 @@ def phase_of(obs: Observation) -> PhaseReading:
     >>> phase_of(Observation("c", (1, 2, 3), (1, 2, 3), None, 1, None, q))
     PhaseReading(phase=<Phase.WAITING_FOR_BROKERS: 'waiting-for-brokers'>, waiting_for=(3,), zookeeper_brokers=(1, 2, 3), kraft_brokers=(), detail='the controller waits for broker 3 to register with KRaft')
     """
+    if obs.zookeeper_unread is not None:
+        return _phase_without_zookeeper(obs)
     zk = tuple(sorted(obs.zk_broker_ids))
     q = obs.quorum
     copied = obs.migration_offset is not None and obs.migration_offset >= 0 and obs.kraft_controller_epoch is not None
@@ -178,6 +209,70 @@ def phase_of(obs: Observation) -> PhaseReading:
             f"roll 2 under way: broker{'s' if len(zk) != 1 else ''} {', '.join(map(str, zk))} still in ZooKeeper mode"))
     return PhaseReading(Phase.DUAL_WRITE, (), zk, kraft, detail=(
         f"metadata copied; dual-write at offset {obs.migration_offset} (quorum high watermark {q.high_watermark})"))
+
+
+def _phase_without_zookeeper(obs: Observation) -> PhaseReading:
+    """``finalized`` when the quorum has a leader, every voter runs without the migration flag and every broker is
+    KRaft (its ``process.roles`` says broker; one whose mode was not read counts when the quorum sees it); else
+    :data:`Phase.UNKNOWN`, saying what was seen (the phases before finalize are read in ZooKeeper).
+
+    >>> q = QuorumView(3000, 4, 900, (3000,), (1, 2))
+    >>> r = phase_of(Observation(None, (), (), None, None, None, q, controller_migration={3000: False},
+    ...                          zookeeper_unread=ZOOKEEPER_UNREACHABLE, zookeeper_connect="zk1:2181/kafka",
+    ...                          broker_modes_read={1: "kraft", 2: "kraft"}))
+    >>> r.phase.value, r.kraft_brokers
+    ('finalized', (1, 2))
+    """
+    q, flags, why = obs.quorum, obs.controller_migration, obs.zookeeper_why
+    unknown = f"the phase cannot be known without ZooKeeper ({why})"
+    if q is None or not q.has_leader:
+        return PhaseReading(Phase.UNKNOWN, detail=(
+            f"{unknown}, and {'no KRaft controller quorum answers' if q is None else 'the quorum has no leader'} "
+            "(give --bootstrap-controller, or a KRaft broker in --bootstrap-server: it forwards DescribeQuorum)"))
+    seen = set(q.observers)
+    modes = {b: obs.broker_modes_read.get(b) or ("kraft" if b in seen else None) for b in obs.brokers}
+    kraft = tuple(b for b, m in modes.items() if m == "kraft")
+    zk_mode = tuple(b for b, m in modes.items() if m in ("migration", "zookeeper"))
+    still = sorted(v for v in q.voters if flags.get(v))
+    unread = sorted(v for v in q.voters if v not in flags)
+    off = sorted(v for v in q.voters if flags.get(v) is False)
+    if not still and not unread and kraft and len(kraft) == len(modes):
+        return PhaseReading(Phase.FINALIZED, (), (), kraft, detail=(
+            f"every broker is KRaft ({_plural('broker', kraft)}); {_plural('controller', off)} "
+            f"run{'s' if len(off) == 1 else ''} without the migration flag; ZooKeeper not read ({why}): nothing needs "
+            "it any more"))
+    why_not = []
+    if still:
+        why_not.append(f"{_plural('controller', still)} still run{'s' if len(still) == 1 else ''} with the migration "
+                       "flag (not finalized: the controllers use ZooKeeper)")
+    if unread:
+        why_not.append(f"the migration flag of {_plural('controller', unread)} could not be read (DescribeConfigs on "
+                       "the controller listener; give --bootstrap-controller)")
+    if zk_mode:
+        why_not.append(f"{_plural('broker', zk_mode)} in ZooKeeper or migration mode (process.roles unset)")
+    missing = tuple(b for b, m in modes.items() if m is None)
+    if missing:
+        why_not.append(f"{_plural('broker', missing)} neither seen by the quorum nor answering")
+    if not modes:
+        why_not.append("no broker seen by the quorum")
+    return PhaseReading(Phase.UNKNOWN, (), zk_mode, kraft, detail=f"{unknown}: " + "; ".join(why_not))
+
+
+def broker_mode(process_roles: str | None, migration_flag: str | None) -> str:
+    """A broker's mode from how it runs (DescribeConfigs): ``kraft`` when ``process.roles`` names ``broker``, else
+    ``migration`` with ``zookeeper.metadata.migration.enable=true`` (roll 1), else ``zookeeper``.
+
+    >>> broker_mode("broker", None), broker_mode("", "true"), broker_mode(None, "false")
+    ('kraft', 'migration', 'zookeeper')
+    """
+    if "broker" in [r.strip() for r in (process_roles or "").split(",")]:
+        return "kraft"
+    return "migration" if str(migration_flag or "").strip().lower() == "true" else "zookeeper"
+
+
+def _plural(what: str, ids) -> str:
+    ids = list(ids)
+    return f"{what}{'s' if len(ids) != 1 else ''} {', '.join(map(str, ids))}"
 
 
 # --------------------------------------------------------------- parsing

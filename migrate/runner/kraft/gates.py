@@ -50,11 +50,12 @@ class OfflinePartitions:
         return None if health.error is not None else tuple(f"{t}-{p}" for t, p in health.offline)
 
 
-def reader(zookeeper_connect: str, auth: list | None, settings: ClientSettings | None, gate: Gate,
+def reader(zookeeper_connect: str | None, auth: list | None, settings: ClientSettings | None, gate: Gate,
            known_brokers: tuple[int, ...] = (), controllers: tuple[str, ...] = (),
-           controller_settings: ClientSettings | None = None, timeout_s: float = 10.0) -> Reader:
-    """A reading for ``gate`` from the cluster: what :func:`observe` reads, and the offline partitions where the
-    gate needs them."""
+           controller_settings: ClientSettings | None = None, timeout_s: float = 10.0,
+           zookeeper_optional: bool = False) -> Reader:
+    """A reading for ``gate`` from the cluster: what :func:`observe` reads (``zookeeper_optional``: ZooKeeper not
+    answering, or not given, is a reading without it), and the offline partitions where the gate needs them."""
     from migrate.runner.kraft.observe import observe
 
     # a short read: a broker restarting under it must not hold the wait's progress lines for long
@@ -62,7 +63,7 @@ def reader(zookeeper_connect: str, auth: list | None, settings: ClientSettings |
 
     def read() -> Reading:
         obs = observe(zookeeper_connect, auth, settings, known_brokers, timeout_s=timeout_s, controllers=controllers,
-                      controller_settings=controller_settings)
+                      controller_settings=controller_settings, zookeeper_optional=zookeeper_optional)
         return obs, (offline() if offline is not None else ())
 
     return read

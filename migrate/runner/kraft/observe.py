@@ -1,7 +1,8 @@
 """Read where a ZooKeeper-to-KRaft migration stands (``core/kraft/phases``) and what its configs are made of
 (``core/kraft/config``), from the cluster itself: every call re-reads the truth, nothing is remembered.
 
-Sources: ZooKeeper (kazoo: ``/cluster/id``, ``/controller``, ``/controller_epoch``, ``/migration``,
+Sources (``kraft status`` reads without ZooKeeper once it is retired: ``observe(zookeeper_optional=True)``):
+ZooKeeper (kazoo: ``/cluster/id``, ``/controller``, ``/controller_epoch``, ``/migration``,
 ``/brokers/ids``, ``/brokers/topics/*``) and Kafka (kafka-python DescribeQuorum through the brokers;
 confluent-kafka DescribeConfigs for the brokers' static settings).
 """
@@ -13,43 +14,85 @@ from typing import Mapping
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.kraft.config import Controller, KraftInputs
 from migrate.core.kraft.phases import (
-    Observation, assigned_broker_ids, parse_int_znode, parse_json_znode, parse_quorum,
+    ZOOKEEPER_NOT_GIVEN, ZOOKEEPER_UNREACHABLE, Observation, assigned_broker_ids, broker_mode, parse_int_znode,
+    parse_json_znode, parse_quorum,
 )
 from migrate.core.zookeeper.config import split_connect
 from migrate.errors import BadInput
 
 
-def observe(zookeeper_connect: str, auth: list | None, settings: ClientSettings | None,
+def observe(zookeeper_connect: str | None, auth: list | None, settings: ClientSettings | None,
             known_brokers: tuple[int, ...] = (), timeout_s: float = 15.0,
-            controllers: tuple[str, ...] = (), controller_settings: ClientSettings | None = None) -> Observation:
+            controllers: tuple[str, ...] = (), controller_settings: ClientSettings | None = None,
+            zookeeper_optional: bool = False) -> Observation:
     """One reading: ZooKeeper under the chroot of ``zookeeper_connect``, and DescribeQuorum asked of the
     ``controllers`` (``host:port`` of their controller listener, connected with the security settings of
     ``controller_settings``; None: PLAINTEXT) first, else through the brokers of ``settings`` (which forward it
-    once they run with the migration settings; None: not asked)."""
-    from migrate.adapters.kafka.quorum import describe_quorum, describe_quorum_at_controller
-    from migrate.adapters.zookeeper.client import migration_znodes
+    once they run with the migration settings; None: not asked).
 
-    hosts, chroot = split_connect(zookeeper_connect)
-    raw = migration_znodes(hosts, chroot, auth, timeout_s)
+    ``zookeeper_optional`` (``kraft status`` once ZooKeeper is retired): a ZooKeeper that does not answer, or none
+    given (``zookeeper_connect`` None), is no error; the reading says why it was not read, and each broker's mode is
+    read from the broker instead (DescribeConfigs: ``process.roles`` and the migration flag). Else an unreachable
+    ZooKeeper is BadInput, as before."""
+    from migrate.adapters.kafka.quorum import describe_quorum, describe_quorum_at_controller
+    from migrate.adapters.zookeeper.client import Unreachable, migration_znodes
+
+    raw: dict = {"ids": [], "topics": {}, "/cluster/id": None, "/controller": None, "/controller_epoch": None,
+                 "/migration": None}
+    unread = None if zookeeper_connect else ZOOKEEPER_NOT_GIVEN
+    if zookeeper_connect is None and not zookeeper_optional:
+        raise BadInput("no ZooKeeper given: use --zookeeper host:port/chroot (the brokers' zookeeper.connect)")
+    if zookeeper_connect:
+        hosts, chroot = split_connect(zookeeper_connect)
+        try:
+            raw = migration_znodes(hosts, chroot, auth, timeout_s, probe_s=3.0 if zookeeper_optional else None)
+        except Unreachable:
+            if not zookeeper_optional:
+                raise
+            unread = ZOOKEEPER_UNREACHABLE
+    answer = None
     if not controllers and settings is not None:  # the quorum a broker of roll 1 (or a KRaft broker) runs with
-        controllers = _controllers_of_brokers(settings, sorted(set(raw["ids"]) | set(known_brokers)), timeout_s)  # type: ignore[arg-type]
-    answer = next((a for a in (describe_quorum_at_controller(c, min(timeout_s, 5.0), controller_settings) for c in controllers) if a), None)
+        ids = set(raw["ids"]) | set(known_brokers)
+        if not ids and unread is not None:  # no ZooKeeper to list the brokers: those the quorum sees (a KRaft broker
+            answer = describe_quorum(settings, timeout_s=min(timeout_s, 10.0))  # forwards DescribeQuorum)
+            ids = set(parse_quorum(answer).observers) if answer is not None else set()
+        controllers = _controllers_of_brokers(settings, sorted(ids), timeout_s)
+    if answer is None:
+        answer = next((a for a in (describe_quorum_at_controller(c, min(timeout_s, 5.0), controller_settings)
+                                   for c in controllers) if a), None)
     if answer is None and settings is not None:
         answer = describe_quorum(settings, timeout_s=min(timeout_s, 10.0))
     quorum = parse_quorum(answer) if answer is not None else None
     flags = _migration_flags(controllers, quorum.voters if quorum is not None else (), timeout_s, controller_settings)
-    cluster = parse_json_znode(raw["/cluster/id"])  # type: ignore[arg-type]
+    modes: dict[int, str] = {}
+    if unread is not None and settings is not None:
+        seen = set(quorum.observers) - set(quorum.voters) if quorum is not None else set()
+        modes = _broker_modes(settings, tuple(sorted(seen | set(known_brokers))), timeout_s)
+    cluster = parse_json_znode(raw["/cluster/id"])
     return Observation(
         cluster_id=(cluster or {}).get("id"),
-        zk_broker_ids=tuple(raw["ids"]),  # type: ignore[arg-type]
-        assigned_broker_ids=assigned_broker_ids(raw["topics"]),  # type: ignore[arg-type]
-        controller=parse_json_znode(raw["/controller"]),  # type: ignore[arg-type]
-        controller_epoch=parse_int_znode(raw["/controller_epoch"]),  # type: ignore[arg-type]
-        migration=parse_json_znode(raw["/migration"]),  # type: ignore[arg-type]
+        zk_broker_ids=tuple(raw["ids"]),
+        assigned_broker_ids=assigned_broker_ids(raw["topics"]),
+        controller=parse_json_znode(raw["/controller"]),
+        controller_epoch=parse_int_znode(raw["/controller_epoch"]),
+        migration=parse_json_znode(raw["/migration"]),
         quorum=quorum,
         known_broker_ids=tuple(known_brokers),
         controller_migration=flags,
+        zookeeper_unread=unread,
+        zookeeper_connect=zookeeper_connect,
+        broker_modes_read=modes,
     )
+
+
+def _broker_modes(settings: ClientSettings, broker_ids: tuple[int, ...], timeout_s: float) -> dict[int, str]:
+    """Broker id -> ``kraft``, ``migration`` or ``zookeeper`` as the broker runs (DescribeConfigs through the
+    brokers); one that does not answer is left out."""
+    from migrate.adapters.kraft.brokers import broker_configs
+    from migrate.core.kraft.config import MIGRATION_FLAG
+
+    got = broker_configs(settings, broker_ids, ("process.roles", MIGRATION_FLAG), min(timeout_s, 5.0))
+    return {b: broker_mode(c.get("process.roles"), c.get(MIGRATION_FLAG)) for b, c in got.items()}
 
 
 def _controllers_of_brokers(settings: ClientSettings, broker_ids: list[int], timeout_s: float) -> tuple[str, ...]:

@@ -26,7 +26,9 @@ def test_bad_voters_are_one_line(text):
     (["broker-config", "1", "--phase", "zk", "--zookeeper", "127.0.0.1:9"], "--phase 'zk': choose migration"),
     (["controller-config", "3000", "--zookeeper", "127.0.0.1:9", "--controller-quorum-voters", "3000-c1"],
      "expected id@host:port"),
-    (["status"], "no ZooKeeper given"),
+    (["status"], "nothing to read: give --zookeeper"),
+    (["status", "--bootstrap-server", "127.0.0.1:9", "--wait-for", "dual-write"],
+     "--wait-for dual-write is read in ZooKeeper: give --zookeeper"),
     (["status", "--zookeeper", "127.0.0.1:9", "--wait-for", "soak"],
      "--wait-for 'soak': choose one of controllers-ready, dual-write, brokers-kraft, finalized"),
     (["status", "--zookeeper", "127.0.0.1:9", "--wait-for", "dual-write", "--check-count", "0"], "--check-count 0"),
@@ -63,3 +65,81 @@ def test_controller_settings_follow_the_playbooks_controller_protocol(tmp_path):
         _controller_settings(pb("SASL_SSL"), None, None, c, None)
     mine = _controller_settings(pb("PLAINTEXT"), conf, own, c, None)
     assert mine.settings["sasl.username"] == "c" and mine.bootstrap_servers == "c1:9093"
+
+
+# ------------------------------------------------------------------ kraft status once ZooKeeper is retired
+def _status_in_process(monkeypatch, reading, *args):
+    """``kmigrate kraft status ARGS`` in this process, the cluster read replaced by ``reading`` (an Observation)."""
+    from typer.testing import CliRunner
+
+    from migrate.commands.kraft.app import app
+    from migrate.runner.kraft import observe as runner_observe
+
+    seen = {}
+
+    def fake(connect, auth, settings, known=(), **kw):
+        seen.update(connect=connect, optional=kw.get("zookeeper_optional"))
+        return reading(connect)
+
+    monkeypatch.delenv("ZOOKEEPER_CONNECT", raising=False)
+    monkeypatch.setattr(runner_observe, "observe", fake)
+    result = CliRunner().invoke(app, ["status", *args])
+    return result, seen
+
+
+def _retired(flag: bool, why: str = "not reachable"):
+    from migrate.core.kraft.phases import Observation, QuorumView
+
+    return lambda connect: Observation(None, (), (), None, None, None, QuorumView(3000, 4, 900, (3000,), (1, 2)), (),
+                                       {3000: flag}, zookeeper_unread=why, zookeeper_connect=connect,
+                                       broker_modes_read={1: "kraft", 2: "kraft"})
+
+
+def test_status_finalized_with_zookeeper_stopped_is_exit_0_and_says_zookeeper_was_not_read(monkeypatch):
+    import json
+
+    r, seen = _status_in_process(monkeypatch, _retired(False), "--zookeeper", "zk1:2181/kafka", "--bootstrap-server",
+                                 "k1:9092")
+    assert r.exit_code == 0, r.output
+    assert seen == {"connect": "zk1:2181/kafka", "optional": True}
+    lines = r.output.splitlines()
+    assert lines[0].startswith("phase: finalized: every broker is KRaft (brokers 1, 2)")
+    assert "brokers: 1 kraft, 2 kraft" in lines
+    assert ("ZooKeeper: not read (not reachable at zk1:2181/kafka): finalized, nothing needs it any more (it can be "
+            "retired)") in lines
+    r, _ = _status_in_process(monkeypatch, _retired(False), "--zookeeper", "zk1:2181/kafka", "--bootstrap-server",
+                              "k1:9092", "--output", "json")
+    doc = json.loads(r.output)
+    assert r.exit_code == 0 and doc["phase"] == "finalized" and doc["zookeeper"] is None
+    assert doc["zookeeper_not_read"] == {"reason": "not reachable", "connect": "zk1:2181/kafka", "needed": False}
+    assert doc["brokers"] == {"1": "kraft", "2": "kraft"} and doc["brokers_modes_read"] == {"1": "kraft", "2": "kraft"}
+
+
+def test_status_without_zookeeper_given_on_a_finalized_cluster_is_exit_0(monkeypatch):
+    r, seen = _status_in_process(monkeypatch, _retired(False, "not given"), "--bootstrap-server", "k1:9092")
+    assert r.exit_code == 0 and seen["connect"] is None, r.output
+    assert "ZooKeeper: not read (not given): finalized, nothing needs it any more" in r.output
+
+
+def test_status_before_finalize_with_zookeeper_down_is_exit_1_naming_the_connect_string(monkeypatch):
+    import json
+
+    r, _ = _status_in_process(monkeypatch, _retired(True), "--zookeeper", "zk1:2181/kafka", "--bootstrap-server", "k1:9092")
+    assert r.exit_code == 1, r.output
+    first = r.output.splitlines()[0]
+    assert first.startswith("phase: unknown: the phase cannot be known without ZooKeeper (not reachable at "
+                            "zk1:2181/kafka): controller 3000 still runs with the migration flag"), first
+    assert "Traceback" not in r.output
+    r, _ = _status_in_process(monkeypatch, _retired(True), "--zookeeper", "zk1:2181/kafka", "--bootstrap-server",
+                              "k1:9092", "--output", "json")
+    doc = json.loads(r.output)
+    assert r.exit_code == 1 and doc["phase"] == "unknown" and doc["zookeeper"] is None
+    assert doc["zookeeper_not_read"]["needed"] is True
+
+
+def test_status_before_finalize_without_zookeeper_given_is_bad_input(monkeypatch):
+    r, _ = _status_in_process(monkeypatch, _retired(True, "not given"), "--bootstrap-server", "k1:9092")
+    assert isinstance(r.exception, BadInput), r.output  # kmigrate's entry point: one line, exit 2
+    assert str(r.exception).startswith("the phase cannot be known without ZooKeeper (not given): controller 3000 still "
+                                       "runs with the migration flag")
+    assert str(r.exception).endswith("give --zookeeper host:port/chroot (the brokers' zookeeper.connect)")

@@ -204,3 +204,32 @@ def test_finalize_is_refused_while_a_partition_is_offline_or_unread_and_allowed_
 def test_finalize_is_refused_without_a_quorum_answer():
     line = finalize_refusal(obs(zk=(), controller=KRAFT_CONTROLLER, offset=500), offline=(), controllers=("c1:9093",))
     assert "no controller answers DescribeQuorum (asked: c1:9093)" in line
+
+
+# ------------------------------------------------------------------ ZooKeeper retired
+def retired(q, flags, modes=None, why="not reachable") -> Observation:
+    return Observation(None, (), (), None, None, None, q, (), dict(flags), zookeeper_unread=why,
+                       zookeeper_connect="zk1:2181/kafka" if why == "not reachable" else None,
+                       broker_modes_read=dict(modes or {}))
+
+
+def test_finalized_gate_passes_with_zookeeper_stopped_and_the_earlier_gates_are_past():
+    o = retired(quorum(BROKERS), {3000: False}, {b: "kraft" for b in BROKERS})
+    for gate in Gate:
+        check = judge_reading(gate, o, offline=())
+        assert check.ok and check.phase.phase.value == "finalized", (gate, check.missing)
+        assert check.past == (gate is not Gate.FINALIZED)
+    watch = GateWatch(Gate.FINALIZED, needed=2)
+    assert not watch.observe(o, ()) and watch.observe(o, ())
+    assert not judge_reading(Gate.FINALIZED, o, offline=("t-0",)).ok  # an offline partition still holds it
+
+
+def test_before_finalize_without_zookeeper_only_controllers_ready_can_pass():
+    o = retired(quorum(BROKERS), {3000: True}, {b: "migration" for b in BROKERS})
+    assert judge_reading(Gate.CONTROLLERS_READY, o).ok
+    for gate in (Gate.DUAL_WRITE, Gate.BROKERS_KRAFT, Gate.FINALIZED):
+        check = judge_reading(gate, o, offline=())
+        assert not check.ok and check.phase.phase.value == "unknown"
+        assert any("cannot be known without ZooKeeper (not reachable at zk1:2181/kafka)" in m for m in check.missing)
+    check = judge_reading(Gate.CONTROLLERS_READY, retired(None, {}), controllers=("c1:9093",))
+    assert not check.ok and "no controller answers DescribeQuorum (asked: c1:9093)" in check.missing[0]

@@ -108,3 +108,57 @@ def test_a_zookeeper_controller_writes_minus_one_as_its_kraft_epoch():
     zk_controller = {"version": 2, "brokerid": 310, "kraftControllerEpoch": -1}
     o = obs(controller=zk_controller, migration=None, q=quorum())
     assert o.kraft_controller_epoch is None and phase_of(o).phase == Phase.CONTROLLERS_READY
+
+
+# ------------------------------------------------------------------ ZooKeeper retired (not reachable, not given)
+def no_zk(q=None, flags=None, modes=None, known=(), why=kp.ZOOKEEPER_UNREACHABLE, connect="zk1:2181/kafka") -> Observation:
+    return Observation(None, (), (), None, None, None, q, tuple(known), dict(flags or {}), zookeeper_unread=why,
+                       zookeeper_connect=connect if why == kp.ZOOKEEPER_UNREACHABLE else None,
+                       broker_modes_read=dict(modes or {}))
+
+
+def test_without_zookeeper_finalized_when_every_controller_is_off_the_flag_and_every_broker_kraft():
+    q = QuorumView(3000, 4, 900, (3000,), BROKERS)
+    r = phase_of(no_zk(q, {3000: False}, {b: "kraft" for b in BROKERS}))
+    assert r.phase == Phase.FINALIZED and r.kraft_brokers == BROKERS
+    assert r.broker_modes(BROKERS) == {b: "kraft" for b in BROKERS}
+    assert "ZooKeeper not read (not reachable at zk1:2181/kafka): nothing needs it any more" in r.detail
+    r = phase_of(no_zk(q, {3000: False}, why=kp.ZOOKEEPER_NOT_GIVEN))  # modes unread: seen by the quorum counts
+    assert r.phase == Phase.FINALIZED and "ZooKeeper not read (not given)" in r.detail
+
+
+def test_without_zookeeper_before_finalize_the_phase_is_unknown_naming_the_connect_string_and_why():
+    q = QuorumView(3000, 4, 900, (3000,), BROKERS)
+    r = phase_of(no_zk(q, {3000: True}, {101: "kraft", 205: "migration", 310: "zookeeper"}))
+    assert r.phase == Phase.UNKNOWN
+    assert r.detail.startswith("the phase cannot be known without ZooKeeper (not reachable at zk1:2181/kafka): ")
+    assert "controller 3000 still runs with the migration flag" in r.detail
+    assert "brokers 205, 310 in ZooKeeper or migration mode" in r.detail
+
+
+def test_without_zookeeper_a_broker_not_kraft_or_an_unread_flag_or_no_quorum_is_not_finalized():
+    q = QuorumView(3000, 4, 900, (3000, 3001), (101, 205))
+    r = phase_of(no_zk(q, {3000: False}, {101: "kraft", 205: "kraft"}, known=BROKERS))
+    assert r.phase == Phase.UNKNOWN
+    assert "the migration flag of controller 3001 could not be read" in r.detail
+    assert "broker 310 neither seen by the quorum nor answering" in r.detail
+    r = phase_of(no_zk(QuorumView(3000, 4, 900, (3000,), (101,)), {3000: False}, {101: "migration"}))
+    assert r.phase == Phase.UNKNOWN and "broker 101 in ZooKeeper or migration mode" in r.detail  # KAFKA-20960
+    r = phase_of(no_zk(None, {}))
+    assert r.phase == Phase.UNKNOWN and "no KRaft controller quorum answers" in r.detail
+    r = phase_of(no_zk(QuorumView(3000, 4, 900, (3000,), ()), {3000: False}))
+    assert r.phase == Phase.UNKNOWN and "no broker seen by the quorum" in r.detail
+
+
+def test_without_zookeeper_the_brokers_are_the_quorum_observers_not_its_voters():
+    q = QuorumView(3000, 4, 900, (3000,), (3000, 101))
+    o = no_zk(q, {3000: False}, {205: "kraft"}, known=(310,))
+    assert o.brokers == (101, 205, 310)
+    assert obs(q=q).brokers == BROKERS  # with ZooKeeper read: its brokers, as before
+
+
+def test_broker_mode_from_process_roles_and_the_flag():
+    assert kp.broker_mode("broker", "false") == "kraft"
+    assert kp.broker_mode(" controller , broker", None) == "kraft"
+    assert kp.broker_mode("", "TRUE") == "migration"
+    assert kp.broker_mode("controller", "false") == "zookeeper"
