@@ -195,11 +195,15 @@ def generated_ids(snapshot: ClusterSnapshot, broker_configs: Mapping[int, Mappin
 def check_broker_ids(snapshot: ClusterSnapshot, broker_configs: Mapping[int, Mapping[str, str | None]]) -> Check:
     gen = generated_ids(snapshot, broker_configs)
     if gen:
+        one = len(gen) == 1
+        fix = (f"set broker.id={gen[0]} and broker.id.generation.enable=false in its server.properties and restart it "
+               "(kmigrate health --wait after)") if one else (
+               f"set each one's broker.id to the id it has now ({', '.join(f'broker.id={b}' for b in sorted(gen))}) and "
+               "broker.id.generation.enable=false in their server.properties and roll them (health gate after each)")
         return Check("broker_ids", False,
-                     f"{_plural(len(gen), 'broker')} {_ids(gen)} {'has a generated id' if len(gen) == 1 else 'have generated ids'} "
-                     "(above reserved.broker.max.id with broker.id.generation.enable=true): set broker.id to that id and "
-                     "broker.id.generation.enable=false in its server.properties and roll it (health gate after each); "
-                     "the KRaft node.id must be fixed")
+                     f"{_plural(len(gen), 'broker')} {_ids(gen)} {'has a generated id' if one else 'have generated ids'} "
+                     f"(above reserved.broker.max.id, with broker.id.generation.enable=true): {fix}, then run the "
+                     "pre-check again; a KRaft node.id is fixed, and Kafka refuses the migration flag with a generated id")
     return Check("broker_ids", True, f"every broker has a fixed broker.id ({_ids(b.id for b in snapshot.brokers)})")
 
 

@@ -74,8 +74,9 @@ def upgrade_steps(snapshot: ClusterSnapshot, bootstrap: str = "BOOTSTRAP", comma
                      key=lambda v: release_tuple(v) or (0, 0), default=oldest)
         steps.append(("operator", f"rolling upgrade of the brokers to Kafka {KRAFT_RELEASE_TEXT}.x, "
                                   f"inter.broker.protocol.version={pinned}",
-                      f"Kafka's ZooKeeper-to-KRaft migration needs {KRAFT_RELEASE_TEXT}.x on every broker; brokers "
-                      f"{_ids([b.id for b in older])} run {', '.join(sorted({b.version or '' for b in older}))}. Set "
+                      f"Kafka's ZooKeeper-to-KRaft migration needs {KRAFT_RELEASE_TEXT}.x on every broker; "
+                      f"{'broker' if len(older) == 1 else 'brokers'} {_ids([b.id for b in older])} "
+                      f"{'runs' if len(older) == 1 else 'run'} {', '.join(sorted({b.version or '' for b in older}))}. Set "
                       f"inter.broker.protocol.version={pinned} in every broker's server.properties (the brokers keep "
                       f"talking the old protocol, so a broker can still go back), install Kafka {KRAFT_RELEASE_TEXT}.x "
                       f"and restart one broker at a time; after each, run `{health}` before the next.",

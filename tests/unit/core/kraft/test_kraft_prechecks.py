@@ -100,7 +100,15 @@ def test_a_protocol_version_below_metadata_version_3_6_iv1_names_the_controllers
 
 def test_a_generated_broker_id_is_refused():
     snap = cluster(brokers=(1, 2, 1001), topics={"orders": [(1, 2, 1001)]})
-    refused(inputs(snap), "broker_ids", "broker 1001 has a generated id", "broker.id.generation.enable=false")
+    assert refused(inputs(snap), "broker_ids") == (
+        "broker 1001 has a generated id (above reserved.broker.max.id, with broker.id.generation.enable=true): set "
+        "broker.id=1001 and broker.id.generation.enable=false in its server.properties and restart it (kmigrate health "
+        "--wait after), then run the pre-check again; a KRaft node.id is fixed, and Kafka refuses the migration flag "
+        "with a generated id")
+    two = cluster(brokers=(1, 1001, 1002), topics={"orders": [(1, 1001, 1002)]})
+    refused(inputs(two), "broker_ids", "brokers 1001, 1002 have generated ids",
+            "set each one's broker.id to the id it has now (broker.id=1001, broker.id=1002) and "
+            "broker.id.generation.enable=false in their server.properties and roll them (health gate after each)")
     # an id above 1000 given explicitly (generation off, or a higher reserved.broker.max.id) is fixed
     confs = {1: broker_conf(1), 2: broker_conf(2), 1001: broker_conf(1001, **{"reserved.broker.max.id": "2000"})}
     assert all(c.ok for c in run_prechecks(inputs(snap, brokers=confs)))

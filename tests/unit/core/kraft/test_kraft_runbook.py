@@ -80,6 +80,11 @@ def test_a_cluster_before_3_9_upgrades_first_as_its_own_rolling_restarts():
     assert steps[2].command == "rolling restart of the brokers with inter.broker.protocol.version=3.9"
     assert steps[3].command == "kmigrate kraft precheck --playbook test.yaml"
     assert [s.number for s in steps] == list(range(1, len(steps) + 1))
+    snap = cluster()  # one broker left behind: named in the singular
+    snap = replace(snap, brokers=(replace(snap.brokers[0], version="2.8", protocol_version="2.8-IV1"), *snap.brokers[1:]))
+    steps = build_plan(snap, playbook(LEAVE_ONLY)).runbook
+    assert steps[1].command == "rolling upgrade of the brokers to Kafka 3.9.x, inter.broker.protocol.version=2.8"
+    assert "on every broker; broker 1 runs 2.8. Set" in steps[1].description
 
 
 def test_3_9_brokers_with_an_older_protocol_need_only_the_protocol_roll():
