@@ -8,11 +8,13 @@ decommissioning) done by the sandbox, the canary running from before the plan to
    consumer groups with committed offsets; on a secured sandbox its ACLs. Their state is read (**before**).
 2. ``kmigrate plan`` (the playbook's ``kraft:`` section), ``verify snapshot``, ``partitions`` (brokers 1-3 to 4-6,
    in ZooKeeper mode: ZooKeeper is retired, not moved), brokers 1-3 stopped.
-3. ``kraft precheck``; the controller started with the config ``kraft controller-config`` prints; gate
-   controllers-ready; roll 1 (each broker with ``kraft broker-config --phase migration --full``); gate dual-write;
-   roll 2 (``--phase kraft``); gate brokers-kraft; ``verify compare``.
-4. finalize (``controller-config --finalize``); gate finalized; ZooKeeper stopped; ``verify compare`` again,
-   ``kmigrate health`` with a bootstrap server only; the state read again (**after**) and compared.
+3. ``kraft precheck``; the controller; gate controllers-ready; roll 1; gate dual-write; roll 2; gate brokers-kraft;
+   ``verify compare``. Before each restart the demo runs ``kraft controller-config`` / ``kraft broker-config --phase
+   migration --full`` / ``--phase kraft`` (from the brokers' files, as an operator gives them) and checks that the
+   sandbox restarts the node with exactly that config (a StepFailed naming the keys otherwise).
+4. finalize (``controller-config --finalize``); gate finalized; ZooKeeper stopped; ``verify compare`` again;
+   ``kmigrate health``, ``status`` and ``kraft status`` with a bootstrap server only (each one's exit and last line
+   reported: ``kraft status`` reads ZooKeeper); the state read again (**after**) and compared.
 
 A gate is ``kraft status --wait-for GATE`` (:meth:`KraftDemo.gate`). Seeded SIGKILLs (``kill_seed``) hit
 ``partitions`` and each gate once, at a random moment, and the command is run again: it must converge.

@@ -4,7 +4,8 @@ kmigrate's commands SIGKILLed once in each phase (``partitions`` and every gate)
 
 The demo runs once, as an operator runs it (the command, ``--output json``); the tests read its report: nothing lost,
 verify clean before and after ZooKeeper is gone, group offsets, topic configs (compaction, min.insync.replicas) and
-ACLs the same after as before, every broker KRaft, the controllers finalized, ZooKeeper stopped, every kill recorded.
+ACLs the same after as before, every broker KRaft, the controllers finalized, ZooKeeper stopped, every kill recorded,
+no sandbox password in the report or the files the demo leaves.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from migrate.sandbox.security import SandboxSecurity
 from migrate.sandbox.testing import free_ip_prefix
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -29,7 +32,7 @@ def report(tmp_path_factory):
                           capture_output=True, text=True, timeout=840, env=os.environ.copy())
     doc = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else None
     assert doc is not None, f"exit {proc.returncode}, no report: {proc.stderr[-2000:]}"
-    doc["_exit"] = proc.returncode
+    doc["_exit"], doc["_dir"] = proc.returncode, str(work)
     return doc
 
 
@@ -77,3 +80,11 @@ def test_each_phase_has_its_time_and_the_report_is_ok(report):
     assert all(p["seconds"] >= 0 for p in report["phases"])
     assert any(p.get("canary", {}).get("latency_p99_ms") is not None for p in report["phases"]), report["phases"]
     assert report["failed"] == [] and report["ok"] is True and report["_exit"] == 0, report["failed"]
+
+
+def test_no_sandbox_password_in_the_report_or_the_files_it_leaves(report):
+    work = Path(report["_dir"])
+    secrets = [v for v in SandboxSecurity("sasl_ssl", work / "sandbox" / "security").secret_values() if len(v) >= 8]
+    assert secrets
+    written = [json.dumps(report)] + [p.read_text(errors="replace") for p in work.iterdir() if p.is_file()]
+    assert not [s for s in secrets for text in written if s in text], "a sandbox password is in the demo's report or files"
