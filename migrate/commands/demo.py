@@ -129,6 +129,8 @@ def show_kraft_report(report, keep: bool) -> None:
         p99 = "" if c.get("latency_p99_ms") is None else f"{c['latency_p99_ms']:.0f}"
         table.add_row(phase.name, f"{phase.seconds:.1f}", p99, stall, phase.detail)
     console.print(table)
+    if report.kills:
+        console.print(f"SIGKILLs at moments drawn from --seed {report.kill_seed} (the same seed, the same moments):")
     for k in report.kills:
         console.print(f"SIGKILL: {k['command']} after {k['after_s']:.2f} s: "
                       + ("killed, then run again to the end" if k["killed"] else f"had finished (exit {k['exit']}), run again"),

@@ -110,6 +110,7 @@ class KraftDemoReport(DemoReport):
     zookeeper_stopped: bool = False
     without_zookeeper: dict = field(default_factory=dict)  # what was tried after ZooKeeper stopped, and how it went
     failed: list[str] = field(default_factory=list)
+    kill_seed: int | None = None  # the seed of the SIGKILL moments (None: no kill): the same seed, the same moments
     plan_partitions: int = 0  # partitions the plan moves (partitions_moved: its last run only, after a kill)
     stall_target_s: float = 1.0
 
@@ -138,7 +139,7 @@ class KraftDemoReport(DemoReport):
                           "differences": self.state_differences, "before": self.state_before},
                 "kraft_status": self.kraft_status, "every_broker_kraft": self.every_broker_kraft,
                 "zookeeper_stopped": self.zookeeper_stopped, "without_zookeeper": self.without_zookeeper,
-                "plan_partitions": self.plan_partitions, "longest_stall_s": stall, "stall_target_s": self.stall_target_s,
+                "kill_seed": self.kill_seed, "plan_partitions": self.plan_partitions, "longest_stall_s": stall, "stall_target_s": self.stall_target_s,
                 "stall_target_met": None if stall is None else stall <= self.stall_target_s, "failed": self.failed}
 
 
@@ -164,7 +165,7 @@ class KraftDemo(Demo):
                          spec={"zookeeper_ids": (1,), "spare_zookeeper_ids": (), "broker_ids": (1, 2, 3),
                                "spare_broker_ids": (4, 5, 6), "chroot": "/kafka", "kafka_heap_mb": 256,
                                "zookeeper_heap_mb": 64, **(spec or {})})
-        self.report = KraftDemoReport(sandbox_dir=str(self.sandbox.dir))
+        self.report = KraftDemoReport(sandbox_dir=str(self.sandbox.dir), kill_seed=kill_seed)
         self.kraft = KraftSandbox(self.sandbox)
         self.controller_ids = controller_ids
         self.rng = random.Random(kill_seed) if kill_seed is not None else None

@@ -60,3 +60,4 @@ def test_a_failed_step_ends_the_run_with_a_report_naming_it(tmp_path):
     assert [p.detail for p in report.phases] == ["started", "FAILED: records were not acknowledged within 180 s"]
     assert report.failed == ["create topics, transactions and consumer groups: records were not acknowledged within 180 s"]
     assert not report.ok and report.to_dict()["ok"] is False
+    assert report.to_dict()["kill_seed"] == 29  # the default seed, named so a run can be repeated
