@@ -23,7 +23,8 @@ from migrate.sandbox.testing import running_sandbox, unique_topic
 # An integration module not listed counts as 30 s, a unit module as 0 s: the unit tests fill the end.
 MODULE_SECONDS = {
     "test_kraft.py": 160,  # the KRaft modules from their authors' runs
-    "test_kraft_precheck.py": 20,
+    "test_kraft_precheck.py": 40,
+    "test_demo_kraft.py": 280,
     "test_kraft_cluster.py": 70,
     "test_kraft_controller_security.py": 15,
     "test_readme_runbook.py": 384,
