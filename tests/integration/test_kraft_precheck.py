@@ -167,8 +167,9 @@ def test_a_reassignment_in_flight_is_refused(cluster, topic, tmp_path, capsys):
         assert admin.alter_reassignments({key: (1, 2)}) == {key: None}
         wait_for(lambda: key in admin.list_reassignments(), what=f"{MOVING}-0 in flight")
         line = refused(capsys, cluster, playbook(cluster, tmp_path), "reassignments",
-                       f"a reassignment is in flight for {MOVING}-0: let it finish (kmigrate partitions --resume",
-                       "cancel it (kmigrate partitions --cancel, or kafka-reassign-partitions.sh --cancel)")
+                       f"a reassignment is in flight for {MOVING}-0: let it finish or cancel it with the tool that "
+                       "started it (kmigrate partitions --resume or --cancel; kafka-reassign-partitions.sh --verify or "
+                       "--cancel")
         print(line)
         assert admin.list_reassignments()[key].adding == (2,)  # still held back: the refusal was seen mid-copy
     finally:  # the later tests want a cluster with nothing in flight and no throttle

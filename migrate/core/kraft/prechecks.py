@@ -250,7 +250,8 @@ def check_controller_ids(snapshot: ClusterSnapshot, controller_ids: Sequence[int
                      f"{_plural(len(clash), 'a broker id') if len(clash) == 1 else 'broker ids'} (brokers {_ids(brokers)}): "
                      f"give kraft.controllers node.ids no broker uses, e.g. from {max(3000, top + 1)} up")
     return Check("controller_ids", True,
-                 f"controller ids {_ids(controller_ids)} are distinct from every broker id ({_ids(brokers)})")
+                 f"controller {_plural(len(set(controller_ids)), 'id')} {_ids(controller_ids)} "
+                 f"{'is' if len(set(controller_ids)) == 1 else 'are'} distinct from every broker id ({_ids(brokers)})")
 
 
 # ---------------------------------------------------------------- 5. reassignments
@@ -258,9 +259,9 @@ def check_reassignments(snapshot: ClusterSnapshot) -> Check:
     moving = sorted(f"{t}-{p}" for t, p in snapshot.ongoing_reassignments)
     if moving:
         return Check("reassignments", False,
-                     f"a reassignment is in flight for {_shown(moving)}: let it finish (kmigrate partitions --resume, or "
-                     "kafka-reassign-partitions.sh --verify) or cancel it (kmigrate partitions --cancel, or "
-                     "kafka-reassign-partitions.sh --cancel), then run the pre-check again")
+                     f"a reassignment is in flight for {_shown(moving)}: let it finish or cancel it with the tool that "
+                     "started it (kmigrate partitions --resume or --cancel; kafka-reassign-partitions.sh --verify or "
+                     "--cancel; each clears its throttles once nothing is left moving), then run the pre-check again")
     return Check("reassignments", True, "no reassignment in flight")
 
 
@@ -349,7 +350,8 @@ def check_dedicated(controller_ids: Sequence[int], controller_configs: Mapping[i
                          f"controller {cid} has process.roles={','.join(roles) or '(unset)'}: a ZooKeeper migration needs "
                          "dedicated controllers (process.roles=controller); combined mode is not supported")
     return Check("dedicated_controllers", True,
-                 f"controllers {_ids(controller_ids)} are dedicated (process.roles=controller)")
+                 f"{_plural(len(set(controller_ids)), 'controller')} {_ids(controller_ids)} "
+                 f"{'is' if len(set(controller_ids)) == 1 else 'are'} dedicated (process.roles=controller)")
 
 
 # ---------------------------------------------------------------------- all

@@ -67,6 +67,9 @@ def test_a_clean_cluster_passes_every_check():
     by = {c.name: c.message for c in checks}
     assert by["versions"] == "every broker (1, 2, 3) runs Kafka 3.9 with inter.broker.protocol.version 3.9"
     assert by["controller_ids"] == "controller ids 3001, 3002, 3003 are distinct from every broker id (1, 2, 3, 4, 5, 6)"
+    one = {c.name: c.message for c in run_prechecks(inputs(controllers=(3001,)))}
+    assert one["controller_ids"] == "controller id 3001 is distinct from every broker id (1, 2, 3)"
+    assert one["dedicated_controllers"] == "controller 3001 is dedicated (process.roles=controller)"
     assert by["zookeeper_security"] == "the brokers use no ZooKeeper ACL or TLS settings"
 
 
@@ -138,7 +141,8 @@ def test_a_controller_id_of_a_new_broker_of_the_playbook_is_refused():
 def test_a_reassignment_in_flight_is_refused():
     snap = cluster(reassigning={("orders", 0): ((1, 2, 3), ())})
     refused(inputs(snap), "reassignments", "a reassignment is in flight for orders-0", "let it finish",
-            "cancel it (kmigrate partitions --cancel, or kafka-reassign-partitions.sh --cancel)")
+            "cancel it with the tool that started it (kmigrate partitions --resume or --cancel; "
+            "kafka-reassign-partitions.sh --verify or --cancel")
 
 
 def test_zookeeper_acl_and_tls_must_be_in_every_controller_config():
