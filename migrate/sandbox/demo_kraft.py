@@ -422,7 +422,7 @@ class KraftDemo(Demo):
         runs = {"health": ["health", "--bootstrap-server", self.bootstrap_new, *self._client_flags()],
                 "status": ["status", "--bootstrap-server", self.bootstrap_new, "--plan", str(self.dir / "plan.json"),
                            *self._client_flags()],
-                "kraft status": self._status_args()[:-2]}  # the runbook's last check; it reads ZooKeeper too
+                "kraft status": self._status_args()[:-2]}  # the runbook's last check: finalized, read without ZooKeeper
         out = []
         for what, args in runs.items():
             proc = subprocess.run(kmigrate_command(*args), capture_output=True, text=True, timeout=120,

@@ -399,3 +399,25 @@ def test_rollback_refused_once_finalized(cluster, capsys):
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and "finalized" in lines[0] and "nothing was changed" in lines[0], err
     assert _znodes(sandbox) == before
+
+
+def test_zookeeper_retired_kraft_status_finalized_and_health_without_it(cluster, capsys):
+    """The runbook's last check: ZooKeeper stopped, ``kraft status`` (the controllers found through a KRaft broker)
+    and its finalized gate pass, saying ZooKeeper was not reachable and is needed no more; ``health`` is clean."""
+    sandbox, _ = cluster
+    sandbox.stop("zookeeper-1")
+    bs, zk = sandbox.bootstrap_servers(), sandbox.zookeeper_connect(chroot=True)
+    started = time.monotonic()
+    code, doc, err = run_json(capsys, "kraft", "status", "--zookeeper", zk, "--bootstrap-server", bs)
+    assert code == 0 and doc["phase"] == "finalized" and doc["zookeeper"] is None, (doc, err)
+    assert doc["zookeeper_not_read"] == {"reason": "not reachable", "connect": zk, "needed": False}
+    assert doc["brokers"] == {str(b): "kraft" for b in BROKERS} and doc["controllers_migration_flag"] == {"3000": False}
+    assert doc["cluster_id"] and doc["quorum"]["leader_id"] == 3000  # the cluster id from the brokers, not /cluster/id
+    code, out, err = run(capsys, "kraft", "status", "--zookeeper", zk, "--bootstrap-server", bs, "--wait-for",
+                         "finalized", "--interval", "0.5s", "--timeout", "60s")
+    assert code == 0, (out, err)
+    assert out.startswith("phase: finalized: every broker is KRaft") and f"ZooKeeper not read (not reachable at {zk})" in out
+    assert "gate finalized: passed" in out
+    code, out, err = run(capsys, "health", "--bootstrap-server", bs)
+    assert code == 0, (out, err)
+    assert time.monotonic() - started < 60

@@ -61,6 +61,19 @@ def broker_configs(settings: ClientSettings, broker_ids: tuple[int, ...], names:
     return out
 
 
+def listed_brokers(settings: ClientSettings, timeout_s: float = 5.0) -> tuple[str | None, tuple[int, ...]]:
+    """The cluster id and the broker ids the brokers of ``settings`` give in their metadata ((None, ()) when none
+    answers)."""
+    from migrate.adapters.kafka.client import admin_client
+
+    try:
+        md = admin_client(settings, timeout_s=timeout_s).list_topics(timeout=timeout_s)
+    except Exception as exc:
+        log.debug("metadata from %s failed: %s", settings.bootstrap_servers, exc)
+        return None, ()
+    return md.cluster_id or None, tuple(sorted(int(b) for b in md.brokers))
+
+
 def offline_partitions(settings: ClientSettings, timeout_s: float = 10.0) -> tuple[str, ...] | None:
     """``topic-partition`` of every partition without a leader in the metadata; None when no broker answers."""
     from migrate.adapters.kafka.client import admin_client

@@ -170,6 +170,9 @@ def judge_reading(gate: Gate, obs: Observation, controllers: tuple[str, ...] = (
         if gate is Gate.CONTROLLERS_READY:
             missing += _lagging(obs)
             return GateCheck(gate, reading, not missing, tuple(missing))
+        if obs.zookeeper_connect:  # ZooKeeper tried, not answering: what the wait is for, then why it matters
+            return GateCheck(gate, reading, False, tuple(missing) + (f"ZooKeeper at {obs.zookeeper_connect} to "
+                                                                      f"answer: {reading.detail}",))
         return GateCheck(gate, reading, False, tuple(missing) + (reading.detail,))
     rank, want = _ORDER.index(reading.phase), _ORDER.index(_GATE_PHASE[gate])
     if gate is Gate.CONTROLLERS_READY:

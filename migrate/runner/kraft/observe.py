@@ -52,10 +52,12 @@ def observe(zookeeper_connect: str | None, auth: list | None, settings: ClientSe
             unread = ZOOKEEPER_UNREACHABLE
     answer = None
     if not controllers and settings is not None:  # the quorum a broker of roll 1 (or a KRaft broker) runs with
-        ids = set(raw["ids"]) | set(known_brokers)
-        if not ids and unread is not None:  # no ZooKeeper to list the brokers: those the quorum sees (a KRaft broker
-            answer = describe_quorum(settings, timeout_s=min(timeout_s, 10.0))  # forwards DescribeQuorum)
+        ids = set(raw["ids"]) | set(known_brokers) | set(assigned_broker_ids(raw["topics"]))
+        if not ids:  # KRaft brokers left /brokers/ids (or ZooKeeper is not read): those the quorum sees (a KRaft
+            answer = describe_quorum(settings, timeout_s=min(timeout_s, 10.0))  # broker forwards DescribeQuorum)
             ids = set(parse_quorum(answer).observers) if answer is not None else set()
+        if not ids:  # brokers of roll 1 do not forward it: the brokers the bootstrap servers list
+            ids = set(_listed_brokers(settings, min(timeout_s, 5.0))[1])
         controllers = _controllers_of_brokers(settings, sorted(ids), timeout_s)
     if answer is None:
         answer = next((a for a in (describe_quorum_at_controller(c, min(timeout_s, 5.0), controller_settings)
@@ -67,10 +69,13 @@ def observe(zookeeper_connect: str | None, auth: list | None, settings: ClientSe
     modes: dict[int, str] = {}
     if unread is not None and settings is not None:
         seen = set(quorum.observers) - set(quorum.voters) if quorum is not None else set()
-        modes = _broker_modes(settings, tuple(sorted(seen | set(known_brokers))), timeout_s)
-    cluster = parse_json_znode(raw["/cluster/id"])
+        cluster_id, listed = _listed_brokers(settings, min(timeout_s, 5.0))  # the cluster id: no /cluster/id to read
+        modes = _broker_modes(settings, tuple(sorted(seen | (set() if seen else set(listed)) | set(known_brokers))),
+                              timeout_s)
+    else:
+        cluster_id = (parse_json_znode(raw["/cluster/id"]) or {}).get("id")
     return Observation(
-        cluster_id=(cluster or {}).get("id"),
+        cluster_id=cluster_id,
         zk_broker_ids=tuple(raw["ids"]),
         assigned_broker_ids=assigned_broker_ids(raw["topics"]),
         controller=parse_json_znode(raw["/controller"]),
@@ -83,6 +88,12 @@ def observe(zookeeper_connect: str | None, auth: list | None, settings: ClientSe
         zookeeper_connect=zookeeper_connect,
         broker_modes_read=modes,
     )
+
+
+def _listed_brokers(settings: ClientSettings, timeout_s: float) -> tuple[str | None, tuple[int, ...]]:
+    from migrate.adapters.kraft.brokers import listed_brokers
+
+    return listed_brokers(settings, timeout_s)
 
 
 def _broker_modes(settings: ClientSettings, broker_ids: tuple[int, ...], timeout_s: float) -> dict[int, str]:

@@ -39,6 +39,7 @@ def cluster(monkeypatch):
         return {b: {"process.roles": "broker", names[1]: "false"} for b in ids}
 
     monkeypatch.setattr(ab, "broker_configs", configs)
+    monkeypatch.setattr(ab, "listed_brokers", lambda settings, timeout_s=5.0: asked.setdefault("listed", ("cid", (1, 2))))
     return asked
 
 
@@ -66,3 +67,29 @@ def test_without_zookeeper_optional_an_unreachable_zookeeper_stays_bad_input(clu
     assert cluster["probe_s"] is None
     with pytest.raises(BadInput, match="no ZooKeeper given"):
         observe(None, None, SETTINGS)
+
+
+def test_roll_1_brokers_do_not_forward_describe_quorum_the_listed_brokers_name_the_controllers(cluster, monkeypatch):
+    """ZooKeeper down in dual-write, no --broker-list: the bootstrap servers' metadata lists the brokers, whose
+    controller.quorum.voters names the controllers; the phase is unknown (exit 1 in the command)."""
+    monkeypatch.setattr(aq, "describe_quorum", lambda settings, timeout_s=10.0: None)
+    monkeypatch.setattr(aq, "describe_quorum_at_controller", lambda address, *a, **k: ANSWER if address == "c1:9093" else None)
+    monkeypatch.setattr(aq, "controller_configs", lambda address, node, names, *a, **k: {names[0]: "true"})
+    monkeypatch.setattr(ab, "broker_configs", lambda settings, ids, names, timeout_s=10.0:
+                        {b: {"process.roles": None, names[1]: "true"} for b in ids})
+    obs = observe("zk1:2181/kafka", None, SETTINGS, zookeeper_optional=True)
+    assert cluster["listed"] == ("cid", (1, 2)) and obs.cluster_id == "cid" and obs.quorum is not None and obs.controller_migration == {3000: True}
+    assert obs.broker_modes_read == {1: "migration", 2: "migration"}
+    reading = phase_of(obs)
+    assert reading.phase == Phase.UNKNOWN and reading.broker_modes(obs.brokers) == {1: "migration", 2: "migration"}
+
+
+def test_zookeeper_read_after_roll_2_the_controllers_are_found_through_the_brokers_the_quorum_sees(cluster, monkeypatch):
+    """Seen by hand: every broker KRaft (out of /brokers/ids), no --broker-list nor --bootstrap-controller: the
+    controllers' flag went unread and --wait-for finalized never passed. The quorum's observers name the brokers."""
+    monkeypatch.setattr(zc, "migration_znodes", lambda *a, **k: {
+        "ids": [], "topics": {}, "/cluster/id": b'{"id": "cid"}', "/controller": None, "/controller_epoch": None,
+        "/migration": b'{"kraft_metadata_offset": 100}'})
+    obs = observe("zk1:2181/kafka", None, SETTINGS, zookeeper_optional=True)
+    assert obs.zookeeper_unread is None and obs.cluster_id == "cid"
+    assert obs.controller_migration == {3000: False} and obs.broker_modes_read == {}
