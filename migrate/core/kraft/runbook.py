@@ -174,7 +174,9 @@ def kraft_steps(
     steps.append(("operator", f"retire {zk}",
                   f"Nothing reads ZooKeeper any more: keep a copy of its data directory, stop {zk}, then stop the "
                   "canary: it must report 0 lost.",
-                  f"`{c['status']}` and `{c['health']}` are clean with ZooKeeper stopped"))
+                  f"with ZooKeeper stopped, `{c['status']}` reads phase finalized and says ZooKeeper was not reachable "
+                  f"and nothing needs it any more (exit 0; exit 1 and phase unknown if the controllers still run with "
+                  f"the migration flag), and `{c['health']}` is clean"))
     return tuple(steps)
 
 
