@@ -50,11 +50,12 @@ def observe(zookeeper_connect: str | None, auth: list | None, settings: ClientSe
             if not zookeeper_optional:
                 raise
             unread = ZOOKEEPER_UNREACHABLE
-    answer = None
+    answer, brokers_asked = None, False
     if not controllers and settings is not None:  # the quorum a broker of roll 1 (or a KRaft broker) runs with
-        ids = set(raw["ids"]) | set(known_brokers) | set(assigned_broker_ids(raw["topics"]))
+        ids = set(raw["ids"]) | set(known_brokers)
         if not ids:  # KRaft brokers left /brokers/ids (or ZooKeeper is not read): those the quorum sees (a KRaft
             answer = describe_quorum(settings, timeout_s=min(timeout_s, 10.0))  # broker forwards DescribeQuorum)
+            brokers_asked = True
             ids = set(parse_quorum(answer).observers) if answer is not None else set()
         if not ids:  # brokers of roll 1 do not forward it: the brokers the bootstrap servers list
             ids = set(_listed_brokers(settings, min(timeout_s, 5.0))[1])
@@ -62,7 +63,7 @@ def observe(zookeeper_connect: str | None, auth: list | None, settings: ClientSe
     if answer is None:
         answer = next((a for a in (describe_quorum_at_controller(c, min(timeout_s, 5.0), controller_settings)
                                    for c in controllers) if a), None)
-    if answer is None and settings is not None:
+    if answer is None and settings is not None and not brokers_asked:
         answer = describe_quorum(settings, timeout_s=min(timeout_s, 10.0))
     quorum = parse_quorum(answer) if answer is not None else None
     flags = _migration_flags(controllers, quorum.voters if quorum is not None else (), timeout_s, controller_settings)
