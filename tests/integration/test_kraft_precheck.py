@@ -5,8 +5,9 @@ reassignment state, no /migration, no /admin/reassign_partitions, the controller
 
 - ``controller_ids``: a controller id that is a broker id (the playbook's kraft.controllers);
 - ``dedicated_controllers``: a controller planned at a broker's own listener (combined mode);
-- ``reassignments``: a reassignment in flight (a replica added to broker 2, held back by a 1 KB/s throttle on a
-  topic of 16 KB segments; cancelled and its throttles removed afterwards);
+- ``reassignments``: a reassignment in flight (a replica of a ~320 KB topic added on broker 2, held back by a 1 KB/s
+  throttle seen in force on both brokers before it starts, the data in one-record batches and 16 KB segments since a
+  replica fetch copies from one segment; still in flight after the refusal, then cancelled and unthrottled);
 - ``versions``: a broker restarted with ``inter.broker.protocol.version=3.5-IV2`` (the line names the 3.9 rule
   and metadata.version 3.6-IV1, the lowest a 3.9 controller migrates at);
 - ``assigned_brokers``: a broker stopped while partitions name it (the cause of a migration stuck in
@@ -43,8 +44,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 SANDBOX = dict(zookeeper_ids=(1,), broker_ids=(1, 2, 5), chroot="/kafka")
 TOPIC = "kraft-precheck"
 ASSIGNMENT = [[1, 2, 5], [2, 5, 1], [5, 1, 2]]
-
-
 MOVING = "kraft-precheck-moving"
 THROTTLE_RATE = "1024"  # bytes/s: a 16 KB segment per ~16 s at most, the ~320 KB topic takes minutes to copy
 
@@ -144,7 +143,7 @@ def _produce(bootstrap: str, topic: str, count: int, size: int) -> None:
     # topic in one batch that one replica fetch copies at once, throttle or not
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "batch.num.messages": 1})
     for i in range(count):
-        produce_waiting(producer, topic, str(i).encode(), bytes(i % 256 for i in range(size)))
+        produce_waiting(producer, topic, str(i).encode(), bytes(j % 256 for j in range(size)))
     assert producer.flush(30) == 0
 
 
