@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -180,7 +181,14 @@ def kmigrate_background(*args: str, env: dict[str, str] | None = None) -> subpro
     full_env.pop("KMIGRATE_CRASH_AT", None)
     full_env.update(env or {})
     return subprocess.Popen([sys.executable, "-m", "migrate", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=full_env)
+                            text=True, env=full_env, preexec_fn=_ctrl_c_as_at_a_terminal)
+
+
+def _ctrl_c_as_at_a_terminal() -> None:
+    """In the child: SIGINT back to its default, as a command typed at a terminal has it. A suite started in the
+    background of a script (``bash .ci/run &``) runs with SIGINT ignored, which every child inherits: kmigrate
+    then rightly ignores Ctrl-C too, and a test of what Ctrl-C does would see a run that went on to the end."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def events(stdout: str) -> list[dict]:
