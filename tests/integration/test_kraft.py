@@ -196,12 +196,13 @@ def _znodes(sandbox) -> dict:
                 "controller_epoch": zk.read(f"{chroot}/controller_epoch"), "migration": zk.read(f"{chroot}/migration")}
 
 
-def _records_and_offsets_intact(bs: str) -> None:
+def _records_and_offsets_intact(bs: str, reader_group: str = "kraft-rollback-reader", exact: bool = False) -> None:
+    """The committed offsets of GROUP as set, and every record written there to read (``exact``: nothing else)."""
     c = Consumer({"bootstrap.servers": bs, "group.id": GROUP, "enable.auto.commit": False})
     committed = c.committed([TopicPartition(TOPIC, p) for p in COMMITTED], timeout=30)
     assert {tp.partition: tp.offset for tp in committed} == COMMITTED
     c.close()
-    reader = Consumer({"bootstrap.servers": bs, "group.id": "kraft-rollback-reader", "auto.offset.reset": "earliest",
+    reader = Consumer({"bootstrap.servers": bs, "group.id": reader_group, "auto.offset.reset": "earliest",
                        "enable.auto.commit": False})
     reader.assign([TopicPartition(TOPIC, p, 0) for p in range(3)])
     seen: set[bytes] = set()
@@ -211,7 +212,10 @@ def _records_and_offsets_intact(bs: str) -> None:
         if m is not None and not m.error():
             seen.add(m.key())
     reader.close()
-    assert {str(i).encode() for i in range(RECORDS)} <= seen
+    if exact:
+        assert seen == {str(i).encode() for i in range(RECORDS)}
+    else:
+        assert {str(i).encode() for i in range(RECORDS)} <= seen
 
 
 def test_rollback_dry_run_changes_nothing(cluster, data, capsys):
@@ -327,21 +331,7 @@ def test_roll_2_every_broker_kraft_and_nothing_lost(cluster, data, capsys):
     assert doc["zookeeper"]["brokers_ids"] == []
     assert describe_quorum(sandbox.client_settings())["topics"][0]["partitions"][0]["leader_id"] == 3000  # KRaft brokers forward it
     bs = sandbox.bootstrap_servers()
-    c = Consumer({"bootstrap.servers": bs, "group.id": GROUP, "enable.auto.commit": False})
-    committed = c.committed([TopicPartition(TOPIC, p) for p in COMMITTED], timeout=30)
-    assert {tp.partition: tp.offset for tp in committed} == COMMITTED
-    c.close()
-    reader = Consumer({"bootstrap.servers": bs, "group.id": "kraft-reader", "auto.offset.reset": "earliest",
-                       "enable.auto.commit": False})
-    reader.assign([TopicPartition(TOPIC, p, 0) for p in range(3)])
-    seen: set[bytes] = set()
-    deadline = time.monotonic() + 60
-    while len(seen) < RECORDS and time.monotonic() < deadline:
-        m = reader.poll(1)
-        if m is not None and not m.error():
-            seen.add(m.key())
-    reader.close()
-    assert seen == {str(i).encode() for i in range(RECORDS)}
+    _records_and_offsets_intact(bs, reader_group="kraft-reader", exact=True)
     p = Producer({"bootstrap.servers": bs, "acks": "all"})  # min.insync.replicas 2 still met: the ISR is whole
     p.produce(TOPIC, key=b"after", value=b"kraft", partition=0)
     assert p.flush(30) == 0

@@ -27,8 +27,8 @@ from migrate.commands.common import (
 from migrate.commands.options import COMMAND_CONFIG_OPTION, PLAYBOOK_OPTION, ZK_AUTH_FILE_OPTION, ZK_AUTH_OPTION
 from migrate.core.playbook import DEFAULT_METADATA_LOG_DIR
 from migrate.commands.kraft.connect import (
-    BOOTSTRAP_OPTION, BROKER_PROPERTIES_OPTION, CONTROLLER_COMMAND_CONFIG_OPTION, VOTERS_OPTION, ZOOKEEPER_OPTION,
-    connection, controller_settings, parse_voters,
+    BOOTSTRAP_CONTROLLER_OPTION, BOOTSTRAP_OPTION, BROKER_LIST_OPTION, BROKER_PROPERTIES_OPTION,
+    CONTROLLER_COMMAND_CONFIG_OPTION, VOTERS_OPTION, ZOOKEEPER_OPTION, connection, controller_settings, parse_voters,
 )
 from migrate.errors import EXIT_FAILURE, BadInput
 
@@ -123,14 +123,9 @@ def status(
     bootstrap_server: Optional[str] = BOOTSTRAP_OPTION,
     command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
     playbook: Optional[Path] = PLAYBOOK_OPTION,
-    bootstrap_controller: Optional[str] = typer.Option(
-        None, "--bootstrap-controller", help="Controllers' controller listeners, host:port[,...], asked "
-                                             "DescribeQuorum and their migration flag (default: the playbook's kraft: "
-                                             "controllers, else the controller.quorum.voters the brokers run with after "
-                                             "roll 1; ZooKeeper-mode brokers do not forward DescribeQuorum)."),
+    bootstrap_controller: Optional[str] = BOOTSTRAP_CONTROLLER_OPTION,
     controller_command_config: Optional[Path] = CONTROLLER_COMMAND_CONFIG_OPTION,
-    broker_list: Optional[str] = typer.Option(None, "--broker-list", help="Broker ids of the cluster (default: those in "
-                                              "/brokers/ids and in assignments); a KRaft broker leaves /brokers/ids."),
+    broker_list: Optional[str] = BROKER_LIST_OPTION,
     wait_for: Optional[str] = typer.Option(
         None, "--wait-for", help="Wait at a gate until its checks hold, then exit 0 (1 at --timeout, saying what it waits "
                                  "for): controllers-ready (after the controllers start), dual-write (after roll 1), "

@@ -21,6 +21,13 @@ CONTROLLER_COMMAND_CONFIG_OPTION = typer.Option(
     None, "--controller-command-config",
     help="Kafka client properties (security.protocol, SASL, TLS) for the controllers' controller listener (default: "
          "--command-config's, with the playbook's kraft.security_protocol when there is one; PLAINTEXT without either).")
+BOOTSTRAP_CONTROLLER_OPTION = typer.Option(
+    None, "--bootstrap-controller", help="The KRaft controllers' controller listeners, host:port[,...], asked "
+                                         "DescribeQuorum, their migration flag and whether they still run (default: the "
+                                         "playbook's kraft: controllers, else the controller.quorum.voters the brokers run "
+                                         "with after roll 1; ZooKeeper-mode brokers do not forward DescribeQuorum).")
+BROKER_LIST_OPTION = typer.Option(None, "--broker-list", help="Broker ids of the cluster (default: those in /brokers/ids "
+                                                              "and in assignments); a KRaft broker leaves /brokers/ids.")
 BROKER_PROPERTIES_OPTION = typer.Option(
     None, "--broker-properties", help="A broker's server.properties, read whole (secrets included) instead of "
                                       "DescribeConfigs; repeat for several brokers (its broker.id says which).")

@@ -21,7 +21,9 @@ from migrate.commands.common import (
     OUTPUT_OPTION, ZK_CLIENT_CONFIG_OPTION, ZK_JAAS_FILE_OPTION, OutputFormat, console, emit_json, err_console,
     parse_id_list,
 )
-from migrate.commands.kraft.connect import CONTROLLER_COMMAND_CONFIG_OPTION, controller_settings
+from migrate.commands.kraft.connect import (
+    BOOTSTRAP_CONTROLLER_OPTION, BROKER_LIST_OPTION, CONTROLLER_COMMAND_CONFIG_OPTION, controller_settings,
+)
 from migrate.errors import BadInput
 from migrate.commands.options import (
     BOOTSTRAP_OPTION, COMMAND_CONFIG_OPTION, PLAYBOOK_OPTION, ZK_AUTH_FILE_OPTION, ZK_AUTH_OPTION, ZOOKEEPER_OPTION,
@@ -33,13 +35,9 @@ def rollback(
     bootstrap_server: Optional[str] = BOOTSTRAP_OPTION,
     command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
     playbook: Optional[Path] = PLAYBOOK_OPTION,
-    bootstrap_controller: Optional[str] = typer.Option(
-        None, "--bootstrap-controller", help="The KRaft controllers' controller listeners, host:port[,...], "
-                                             "asked whether they still run (default: the playbook's kraft: controllers, "
-                                             "else the controller.quorum.voters the brokers of roll 1 run with)."),
+    bootstrap_controller: Optional[str] = BOOTSTRAP_CONTROLLER_OPTION,
     controller_command_config: Optional[Path] = CONTROLLER_COMMAND_CONFIG_OPTION,
-    broker_list: Optional[str] = typer.Option(None, "--broker-list", help="Broker ids of the cluster (default: those "
-                                              "in /brokers/ids and in assignments); a KRaft broker leaves /brokers/ids."),
+    broker_list: Optional[str] = BROKER_LIST_OPTION,
     timeout: str = typer.Option("30m", "--timeout", help="How long to wait for the operator's steps before exit 1 "
                                                          "with where it stands (run it again to go on)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print where it stands and the steps left; change nothing."),
