@@ -32,6 +32,8 @@ def demo(
     kraft: bool = typer.Option(False, "--kraft", help="Instead: move the brokers to new nodes in ZooKeeper mode, then "
                                "leave ZooKeeper (KRaft, KIP-866: controller, two rolls, finalize, ZooKeeper stopped), "
                                "with seeded SIGKILLs of kmigrate in each phase."),
+    no_move: bool = typer.Option(False, "--no-move", help="With --kraft: the brokers stay where they are: only "
+                                 "ZooKeeper to KRaft (no spare brokers, no kmigrate partitions, no decommission)."),
     seed: int = typer.Option(29, "--seed", help="With --kraft: the seed of the moments kmigrate's commands are "
                              "SIGKILLed (and run again); -1: no kill."),
     output: OutputFormat = OUTPUT_OPTION,
@@ -39,10 +41,13 @@ def demo(
     """Run the whole migration on a sandbox: plan, ZooKeeper swap, partitions, verify, decommission, under a canary."""
     if kraft and cross_cluster:
         raise BadInput("--kraft and --cross-cluster are two different demos: choose one")
+    if no_move and not kraft:
+        raise BadInput("--no-move is a variant of --kraft (the brokers stay, only ZooKeeper to KRaft): add --kraft or leave out --no-move")
     work = directory or Path(tempfile.mkdtemp(prefix="kmigrate-demo-"))
     if output == OutputFormat.text:
         console.print(f"kmigrate demo in {work}: " + (
             "a cluster copied to a separate one by MirrorMaker 2, its clients switched, live" if cross_cluster else
+            "3 brokers leave ZooKeeper for KRaft where they are (no move), live" if kraft and no_move else
             "3 brokers move to 3 new ones in ZooKeeper mode, then the cluster leaves ZooKeeper for KRaft, live" if kraft else
             "3 ZooKeeper servers and 3 brokers move to 3 new of each, live"))
     status = console.status("starting") if output == OutputFormat.text else None
@@ -65,7 +70,7 @@ def demo(
         from migrate.sandbox.demo_kraft import KraftDemo
 
         run = KraftDemo(work, ip_prefix=ip_prefix, throttle=throttle, records_scale=scale, progress=progress, security=security.lower(),
-                        kill_seed=None if seed < 0 else seed)
+                        kill_seed=None if seed < 0 else seed, move=not no_move)
     else:
         run = Demo(work, ip_prefix=ip_prefix, throttle=throttle, records_scale=scale, progress=progress,
                    security=security.lower())
@@ -119,7 +124,7 @@ def demo(
 def show_kraft_report(report, keep: bool) -> None:
     """The human summary of ``demo --kraft``: each phase with its time and the canary's p99 and stall there,
     the kills, verify, the state compared, what ran without ZooKeeper, the canary's whole report."""
-    table = Table(title="kmigrate demo --kraft")
+    table = Table(title="kmigrate demo --kraft" + ("" if getattr(report, "moved", True) else " --no-move"))
     for col in ("phase", "seconds", "canary p99 ms", "stall s", "result"):
         table.add_column(col, overflow="fold")
     for phase in report.phases:
@@ -135,11 +140,14 @@ def show_kraft_report(report, keep: bool) -> None:
         console.print(f"SIGKILL: {k['command']} after {k['after_s']:.2f} s: "
                       + ("killed, then run again to the end" if k["killed"] else f"had finished (exit {k['exit']}), run again"),
                       markup=False)
-    console.print(f"the plan moved {report.plan_partitions} partitions in ZooKeeper mode (its last run, after the kill: "
-                  f"{report.partitions_moved} partitions of {report.topics_moved} topics)")
-    for name, doc in (("verify (KRaft brokers, before finalize)", report.verify),
-                      ("verify (after finalize, ZooKeeper stopped)", report.verify_after_zookeeper)):
-        console.print(f"{name}: " + ("every partition matches" if doc.get("ok") else "DIFFERENCES FOUND" if doc else "not run"))
+    if getattr(report, "moved", True):
+        console.print(f"the plan moved {report.plan_partitions} partitions in ZooKeeper mode (its last run, after the kill: "
+                      f"{report.partitions_moved} partitions of {report.topics_moved} topics)")
+    else:
+        console.print("no move (--no-move): the brokers stayed where they are, only ZooKeeper to KRaft")
+    doc = report.verify_after_zookeeper
+    console.print("verify (after finalize, ZooKeeper stopped; against the snapshot before the plan): "
+                  + ("every partition matches" if doc.get("ok") else "DIFFERENCES FOUND" if doc else "not run"))
     if report.state_compared:
         console.print("group offsets, topic configs, ACLs: " + ("the same after as before" if not report.state_differences
                                                                  else "; ".join(report.state_differences)), markup=False)

@@ -1,4 +1,5 @@
-"""``kmigrate demo --kraft``: move the brokers to new nodes, then leave ZooKeeper (KIP-866), live, on a sandbox.
+"""``kmigrate demo --kraft``: move the brokers to new nodes, then leave ZooKeeper (KIP-866), live, on a sandbox;
+with ``move=False`` (``--no-move``) the brokers stay where they are: only ZooKeeper to KRaft.
 
 As an operator would, each kmigrate step a process of its own (``--output json``), the operator's part (restarts,
 decommissioning) done by the sandbox, the canary running from before the plan to after ZooKeeper is stopped:
@@ -7,12 +8,14 @@ decommissioning) done by the sandbox, the canary running from before the plan to
    ``min.insync.replicas=2``, a compacted one, a transactional one (committed transactions and an aborted one),
    consumer groups with committed offsets; on a secured sandbox its ACLs. Their state is read (**before**).
 2. ``kmigrate plan`` (the playbook's ``kraft:`` section), ``verify snapshot``, ``partitions`` (brokers 1-3 to 4-6,
-   in ZooKeeper mode: ZooKeeper is retired, not moved), brokers 1-3 stopped.
-3. ``kraft precheck``; the controller; gate controllers-ready; roll 1; gate dual-write; roll 2; gate brokers-kraft;
-   ``verify compare``. Before each restart the demo runs ``kraft controller-config`` / ``kraft broker-config --phase
+   in ZooKeeper mode: ZooKeeper is retired, not moved), brokers 1-3 stopped. Without the move: no spares 4-6, no
+   ``partitions``, no decommission; brokers 1-3 are the ones that go to KRaft (the playbook keeps them).
+3. ``kraft precheck``; the controller; gate controllers-ready; roll 1; gate dual-write; roll 2; gate brokers-kraft.
+   Before each restart the demo runs ``kraft controller-config`` / ``kraft broker-config --phase
    migration --full`` / ``--phase kraft`` (from the brokers' files, as an operator gives them) and checks that the
    sandbox restarts the node with exactly that config (a StepFailed naming the keys otherwise).
-4. finalize (``controller-config --finalize``); gate finalized; ZooKeeper stopped; ``verify compare`` again;
+4. finalize (``controller-config --finalize``); gate finalized; ZooKeeper stopped; ``verify compare`` (the one
+   compare: against the snapshot taken before the plan, it covers the whole migration, move included);
    ``kmigrate health``, ``status`` and ``kraft status`` with a bootstrap server only (each one's exit and last line
    reported: ``kraft status`` reads ZooKeeper); the state read again (**after**) and compared.
 
@@ -49,15 +52,12 @@ ABORTED = 2
 GROUPS = {"demo-billing": "orders", "demo-payments-audit": TRANSACTIONAL_TOPIC}
 
 KRAFT_PLAYBOOK = """\
-# Written by kmigrate demo --kraft for its sandbox: brokers {old} -> {new} in ZooKeeper mode, then KRaft.
+# Written by kmigrate demo --kraft for its sandbox: {what}, then KRaft.
 kafka:
   bootstrap_servers: "{bootstrap}"{command_config}
 zookeeper:
   connect: "{connect}"
-brokers:
-  mapping: {{{mapping}}}
-  new:
-{new_racks}
+{brokers}
 migration:
   throttle: {throttle}
 kraft:
@@ -113,6 +113,7 @@ class KraftDemoReport(DemoReport):
     kill_seed: int | None = None  # the seed of the SIGKILL moments (None: no kill): the same seed, the same moments
     plan_partitions: int = 0  # partitions the plan moves (partitions_moved: its last run only, after a kill)
     stall_target_s: float = 1.0
+    moved: bool = True  # the variant: brokers moved to new nodes first (True) or left where they are (--no-move)
 
     @property
     def every_broker_kraft(self) -> bool:
@@ -125,7 +126,7 @@ class KraftDemoReport(DemoReport):
 
     @property
     def ok(self) -> bool:
-        return bool(self.canary and self.canary.ok and self.verify.get("ok") and self.verify_after_zookeeper.get("ok")
+        return bool(self.canary and self.canary.ok and self.verify_after_zookeeper.get("ok")
                      and self.state_compared and not self.state_differences and self.zookeeper_stopped
                      and self.kraft_status.get("phase") == "finalized" and self.every_broker_kraft and not self.failed)
 
@@ -134,7 +135,8 @@ class KraftDemoReport(DemoReport):
         d["phases"] = [{"name": p.name, "seconds": round(p.seconds, 1), "detail": p.detail,
                         **({"canary": p.canary} if getattr(p, "canary", None) else {})} for p in self.phases]
         stall = self.longest_stall_s
-        return {**d, "ok": self.ok, "verify_after_zookeeper": self.verify_after_zookeeper,
+        return {**d, "ok": self.ok, "variant": "move then KRaft" if self.moved else "no move: only ZooKeeper to KRaft",
+                "brokers_moved": self.moved, "verify_after_zookeeper": self.verify_after_zookeeper,
                 "state": {"compared": self.state_compared, "same": self.state_compared and not self.state_differences,
                           "differences": self.state_differences, "before": self.state_before},
                 "kraft_status": self.kraft_status, "every_broker_kraft": self.every_broker_kraft,
@@ -153,47 +155,59 @@ class KraftPhase(Phase):
 
 
 class KraftDemo(Demo):
-    """Brokers 1-3 to 4-6 in ZooKeeper mode, then ZooKeeper mode to KRaft with one controller, live."""
+    """Brokers 1-3 to 4-6 in ZooKeeper mode (unless ``move`` is False), then ZooKeeper mode to KRaft with one
+    controller, live."""
 
     def __init__(self, directory: Path, ip_prefix: str = "127.0.0", throttle: str = "20MB/s",
                  records_scale: float = 1.0, canary_rate: float = 50.0, progress: Progress = lambda msg: None,
                  security: str = "plaintext", kill_seed: int | None = 29, spec: dict | None = None,
-                 controller_ids: tuple[int, ...] = (FIRST_CONTROLLER_ID,)):
-        """``kill_seed``: the seed of the SIGKILL moments (None: no kill)."""
+                 controller_ids: tuple[int, ...] = (FIRST_CONTROLLER_ID,), move: bool = True):
+        """``kill_seed``: the seed of the SIGKILL moments (None: no kill); ``move`` False: no spare brokers, no
+        ``partitions``, no decommission: brokers 1-3 go to KRaft where they are."""
         super().__init__(directory, ip_prefix=ip_prefix, throttle=throttle, records_scale=records_scale,
                          canary_rate=canary_rate, progress=progress, security=security, topic_shapes=KRAFT_SHAPES,
                          spec={"zookeeper_ids": (1,), "spare_zookeeper_ids": (), "broker_ids": (1, 2, 3),
-                               "spare_broker_ids": (4, 5, 6), "chroot": "/kafka", "kafka_heap_mb": 256,
+                               "spare_broker_ids": (4, 5, 6) if move else (), "chroot": "/kafka", "kafka_heap_mb": 256,
                                "zookeeper_heap_mb": 64, **(spec or {})})
-        self.report = KraftDemoReport(sandbox_dir=str(self.sandbox.dir), kill_seed=kill_seed)
+        self.move = move
+        self.report = KraftDemoReport(sandbox_dir=str(self.sandbox.dir), kill_seed=kill_seed, moved=move)
         self.kraft = KraftSandbox(self.sandbox)
         self.controller_ids = controller_ids
         self.rng = random.Random(kill_seed) if kill_seed is not None else None
         self.old = [b.id for b in self.spec.brokers if not b.spare]
-        self.new = [b.id for b in self.spec.brokers if b.spare]
+        self.new = [b.id for b in self.spec.brokers if b.spare] if move else list(self.old)  # the brokers that go to KRaft
 
     # ------------------------------------------------------------ the run
+    def phase_list(self) -> list[tuple[str, Callable[[], str | None]]]:
+        """The phases in order: without the move, no ``partitions`` and no decommission. One ``verify compare``,
+        after ZooKeeper is stopped, against the snapshot taken before the plan (a Spark run costs 30-60 s of CPU;
+        the gates and the canary watch the steps in between)."""
+        moving = [("kmigrate partitions (ZooKeeper mode, brokers to the new nodes)", self.migrate_partitions),
+                  ("decommission the old brokers", self.decommission)] if self.move else []
+        return [
+            ("start the sandbox (ZooKeeper mode)", self.start_sandbox),
+            ("create topics, transactions and consumer groups", self.create_topics),
+            ("start the canary", self.start_canary),
+            ("read group offsets, topic configs and ACLs (before)", self.read_before),
+            ("kmigrate plan", self.plan),
+            ("kmigrate verify snapshot", self.verify_snapshot),
+            *moving,
+            ("kmigrate kraft precheck", self.precheck),
+            ("KRaft controller (kraft controller-config), gate controllers-ready", self.controllers),
+            ("roll 1 (kraft broker-config --phase migration), gate dual-write", self.roll_1),
+            ("roll 2 (kraft broker-config --phase kraft), gate brokers-kraft", self.roll_2),
+            ("finalize (controller-config --finalize), gate finalized", self.finalize),
+            ("stop ZooKeeper", self.stop_zookeeper),
+            ("kmigrate verify compare (no ZooKeeper, against the snapshot before the plan)", self.verify_without_zookeeper),
+            ("kmigrate health, status, kraft status (no ZooKeeper)", self.without_zookeeper),
+            ("read group offsets, topic configs and ACLs (after) and compare", self.compare_after),
+        ]
+
     def run(self) -> KraftDemoReport:
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
-            self._phase("start the sandbox (ZooKeeper mode)", self.start_sandbox)
-            self._phase("create topics, transactions and consumer groups", self.create_topics)
-            self._phase("start the canary", self.start_canary)
-            self._phase("read group offsets, topic configs and ACLs (before)", self.read_before)
-            self._phase("kmigrate plan", self.plan)
-            self._phase("kmigrate verify snapshot", self.verify_snapshot)
-            self._phase("kmigrate partitions (ZooKeeper mode, brokers to the new nodes)", self.migrate_partitions)
-            self._phase("decommission the old brokers", self.decommission)
-            self._phase("kmigrate kraft precheck", self.precheck)
-            self._phase("KRaft controller (kraft controller-config), gate controllers-ready", self.controllers)
-            self._phase("roll 1 (kraft broker-config --phase migration), gate dual-write", self.roll_1)
-            self._phase("roll 2 (kraft broker-config --phase kraft), gate brokers-kraft", self.roll_2)
-            self._phase("kmigrate verify compare (KRaft brokers, ZooKeeper still written)", self.verify_compare)
-            self._phase("finalize (controller-config --finalize), gate finalized", self.finalize)
-            self._phase("stop ZooKeeper", self.stop_zookeeper)
-            self._phase("kmigrate verify compare (no ZooKeeper)", self.verify_without_zookeeper)
-            self._phase("kmigrate health, status, kraft status (no ZooKeeper)", self.without_zookeeper)
-            self._phase("read group offsets, topic configs and ACLs (after) and compare", self.compare_after)
+            for name, fn in self.phase_list():
+                self._phase(name, fn)
         except _Stopped:  # a step failed: the report says which, with what the phases before it showed
             pass
         finally:
@@ -242,7 +256,8 @@ class KraftDemo(Demo):
 
     @property
     def bootstrap_new(self) -> str:
-        return self.spec.bootstrap_servers(spare=True)
+        """The brokers that go to KRaft: the spares (moved to), or brokers 1-3 without the move."""
+        return self.spec.bootstrap_servers(spare=self.move)
 
     def _env(self) -> dict[str, str]:
         """As the ZooKeeper demo's, plus the brokers' ZooKeeper JAAS file on a secured sandbox
@@ -273,20 +288,23 @@ class KraftDemo(Demo):
         self.playbook = self.dir / "playbook.yaml"
         self.playbook.write_text(self.playbook_text())
         secured = f", {self.spec.security} with ACLs" if self.spec.security != "plaintext" else ""
-        return (f"1 ZooKeeper server (chroot {self.spec.chroot}), brokers {self.old} and spares {self.new} "
-                f"on {self.spec.ip_prefix}.x{secured}")
+        spares = f" and spares {self.new}" if self.move else " (no spares: they stay where they are)"
+        return f"1 ZooKeeper server (chroot {self.spec.chroot}), brokers {self.old}{spares} on {self.spec.ip_prefix}.x{secured}"
 
     def playbook_text(self) -> str:
-        """The sandbox's playbook: brokers old -> new, ZooKeeper kept (no add/remove), the ``kraft:`` controllers."""
+        """The sandbox's playbook: brokers old -> new (or kept, without the move), ZooKeeper kept (no add/remove),
+        the ``kraft:`` controllers."""
         new = [b for b in self.spec.brokers if b.spare]
+        brokers = ("brokers:\n  mapping: {" + ", ".join(f"{o}: {n}" for o, n in zip(self.old, self.new)) + "}\n  new:\n"
+                   + "\n".join(f"    {b.id}: {{availability_domain: {b.rack.split('/')[0]}, fault_domain: {b.rack.split('/')[1]}}}"
+                                for b in new)) if self.move else f"brokers:\n  keep: [{', '.join(map(str, self.old))}]"
         log_dir = self.sandbox.dir / f"controller-{self.controller_ids[0]}" / "metadata"
         command_config = self.command_config if self.spec.security != "plaintext" else None
         return KRAFT_PLAYBOOK.format(
-            old=",".join(map(str, self.old)), new=",".join(map(str, self.new)),
+            what=(f"brokers {','.join(map(str, self.old))} -> {','.join(map(str, self.new))} in ZooKeeper mode" if self.move
+                  else f"brokers {','.join(map(str, self.old))} kept where they are"),
             bootstrap=self.spec.bootstrap_servers(spare=False), connect=self.spec.zookeeper_connect(),
-            mapping=", ".join(f"{o}: {n}" for o, n in zip(self.old, self.new)),
-            new_racks="\n".join(f"    {b.id}: {{availability_domain: {b.rack.split('/')[0]}, fault_domain: {b.rack.split('/')[1]}}}"
-                                for b in new),
+            brokers=brokers,
             throttle=self.throttle, port=CONTROLLER_PORT, metadata_log_dir=log_dir,
             controllers="\n".join(f"    - {{id: {cid}, host: {host}}}" for cid, host in self._controller_hosts()),
             command_config=f'\n  command_config: "{command_config}"' if command_config else "")
@@ -411,7 +429,7 @@ class KraftDemo(Demo):
     def verify_without_zookeeper(self) -> str:
         doc = run_json(["verify", "compare", str(self.dir / "before.json"), "--bootstrap-server", self.bootstrap_new,
                         *self._client_flags(), "--output", "json"], "kmigrate verify compare", ok_codes=(0, 1))
-        self.report.verify_after_zookeeper = doc
+        self.report.verify = self.report.verify_after_zookeeper = doc  # the demo's one compare
         return "all partitions match" if doc.get("ok") else "DIFFERENCES FOUND"
 
     def without_zookeeper(self) -> str:

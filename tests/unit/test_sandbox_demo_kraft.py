@@ -61,3 +61,28 @@ def test_a_failed_step_ends_the_run_with_a_report_naming_it(tmp_path):
     assert report.failed == ["create topics, transactions and consumer groups: records were not acknowledged within 180 s"]
     assert not report.ok and report.to_dict()["ok"] is False
     assert report.to_dict()["kill_seed"] == 29  # the default seed, named so a run can be repeated
+
+
+def test_the_phases_with_the_move_and_without(tmp_path):
+    """With the move: partitions and decommission between the snapshot and the precheck; without: neither, no
+    spare brokers, the playbook keeps brokers 1-3 and the rolls go over them. One verify compare in both, after
+    ZooKeeper is stopped (the snapshot is taken before the plan)."""
+    moving = KraftDemo(tmp_path / "a", ip_prefix="127.0.77")
+    names = [n for n, _ in moving.phase_list()]
+    snap, pre = names.index("kmigrate verify snapshot"), names.index("kmigrate kraft precheck")
+    assert [n.split(" (")[0] for n in names[snap + 1:pre]] == ["kmigrate partitions", "decommission the old brokers"]
+    assert [n for n in names if "verify compare" in n] == [names[names.index("stop ZooKeeper") + 1]]
+    assert (moving.old, moving.new) == ([1, 2, 3], [4, 5, 6]) and moving.report.moved
+
+    staying = KraftDemo(tmp_path / "b", ip_prefix="127.0.77", move=False)
+    kept = [n for n, _ in staying.phase_list()]
+    assert kept == names[:snap + 1] + names[pre:]
+    assert (staying.old, staying.new, staying.spec.spare_broker_ids) == ([1, 2, 3], [1, 2, 3], ())
+    assert staying.bootstrap_new == "127.0.77.1:9092,127.0.77.2:9092,127.0.77.3:9092"
+    path = tmp_path / "playbook.yaml"
+    path.write_text(staying.playbook_text())
+    pb = load_playbook(path)
+    assert pb.brokers.mapping == {} and pb.brokers.keep == (1, 2, 3)
+    assert [(c.id, c.host) for c in pb.kraft.controllers] == [(3000, "127.0.77.4")]
+    assert not staying.report.moved and staying.report.to_dict()["brokers_moved"] is False
+

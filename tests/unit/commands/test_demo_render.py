@@ -21,6 +21,19 @@ def test_the_summary_of_a_run_that_failed_half_way(capsys):
     table = " ".join(out.split())  # the table folds long cells at the terminal's width
     assert "812" in table and "1.30 (longest" in table and "< 1.30" in table
     assert "--seed 7" in out and "SIGKILL: kmigrate partitions after 6.84 s: killed" in out
-    assert "verify (after finalize, ZooKeeper stopped): not run" in out
+    assert "verify (after finalize, ZooKeeper stopped; against the snapshot before the plan): not run" in out
+    assert "the plan moved" in out and "--no-move" not in out
     assert "KRaft: phase not reached" in out and "ZooKeeper NOT stopped" in out
     assert "FAILED: roll 1: gate dual-write" in out
+
+
+def test_the_summary_says_the_brokers_stayed_without_the_move(capsys):
+    r = KraftDemoReport(kill_seed=29, moved=False)
+    r.phases = [KraftPhase("start the sandbox", 1.0, "up")]
+    r.verify_after_zookeeper = {"ok": True}
+    show_kraft_report(r, keep=False)
+    out = capsys.readouterr().out
+    assert "kmigrate demo --kraft --no-move" in out
+    assert "no move (--no-move): the brokers stayed where they are" in out and "the plan moved" not in out
+    assert "against the snapshot before the plan): every partition matches" in out
+    assert r.to_dict()["brokers_moved"] is False and r.to_dict()["variant"] == "no move: only ZooKeeper to KRaft"
