@@ -24,7 +24,7 @@ from migrate.sandbox.testing import running_sandbox, unique_topic
 MODULE_SECONDS = {
     "test_kraft.py": 160,  # the KRaft modules from their authors' runs
     "test_kraft_precheck.py": 40,
-    "test_demo_kraft.py": 280,
+    "test_demo_kraft.py": 192,  # --no-move, alone through itest at load ~6 (demo-lite, 2026-11-26)
     "test_kraft_cluster.py": 70,
     "test_kraft_controller_security.py": 15,
     "test_readme_runbook.py": 384,
