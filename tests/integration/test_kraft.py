@@ -411,3 +411,50 @@ def test_zookeeper_retired_kraft_status_finalized_and_health_without_it(cluster,
     code, out, err = run(capsys, "health", "--bootstrap-server", bs)
     assert code == 0, (out, err)
     assert time.monotonic() - started < 60
+
+
+MOVED = "kraft-moved"
+
+
+def test_kraft_cluster_without_zookeeper_inspect_plan_partitions_status(cluster, capsys, tmp_path):
+    """After the migration, with ZooKeeper stopped (the test above): ``inspect`` and ``plan`` from a playbook with no
+    zookeeper: section read the cluster through the admin API alone; ``partitions`` moves a topic off broker 310 with
+    the reassignment API and its throttles (kmigrate's own removed after); ``status`` and ``health`` are clean."""
+    from confluent_kafka.admin import ConfigResource
+
+    sandbox, _ = cluster
+    bs = sandbox.bootstrap_servers()
+    code, doc, err = run_json(capsys, "inspect", "--bootstrap-server", bs, "--no-sizes")
+    assert code == 0, err
+    assert doc["zookeeper"]["servers"] == [] and not doc["zookeeper"]["connect"]
+    assert doc["cluster_id"] and doc["controller_id"] is None
+    assert {b["id"]: b["alive"] for b in doc["brokers"]} == {b: True for b in BROKERS}
+    book = tmp_path / "kraft-cluster.yaml"
+    book.write_text(f'kafka:\n  bootstrap_servers: "{bs}"\nbrokers:\n  keep: [{", ".join(map(str, BROKERS))}]\n')
+    code, doc, err = run_json(capsys, "plan", "--playbook", str(book), "-o", str(tmp_path / "plan.json"))
+    assert code == 0, err
+    assert doc["zookeeper"] is None and doc["moves"] == [] and not [s for s in doc["runbook"] if "zookeeper" in s["command"]]
+
+    admin = AdminClient({"bootstrap.servers": bs})  # kept: a collected client fails its futures
+    admin.create_topics([NewTopic(MOVED, 2, replica_assignment=[[310], [310]])])[MOVED].result(timeout=60)
+    p = Producer({"bootstrap.servers": bs, "acks": "all"})
+    for i in range(400):
+        p.produce(MOVED, key=str(i).encode(), value=b"x" * 200, partition=i % 2)
+    assert p.flush(60) == 0
+    code, out, err = run(capsys, "partitions", "--bootstrap-server", bs, "--mapping", "310:205", "--topics", MOVED,
+                         "--throttle", "20MB/s")
+    assert code == 0, err + out
+    md = admin.list_topics(timeout=30)
+    assert {p.id: list(p.replicas) for p in md.topics[MOVED].partitions.values()} == {0: [205], 1: [205]}
+    for b in BROKERS:  # kmigrate's throttles removed
+        conf = next(iter(admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))]).values())).result(timeout=30)
+        rate = conf.get("leader.replication.throttled.rate")  # absent once deleted
+        assert rate is None or rate.value in (None, ""), (b, rate)
+    c = Consumer({"bootstrap.servers": bs, "group.id": "kraft-moved-reader", "enable.auto.commit": False})
+    assert sum(c.get_watermark_offsets(TopicPartition(MOVED, p), timeout=30)[1] for p in range(2)) == 400
+    c.close()
+    code, doc, err = run_json(capsys, "status", "--bootstrap-server", bs, "--mapping", "310:205")
+    assert code == 0, err
+    assert doc["reassignments_in_flight"] == 0, doc
+    code, out, err = run(capsys, "zookeeper", "--playbook", str(book))
+    assert code == 2 and "no zookeeper: section" in err and len(err.strip().splitlines()) == 1, err
