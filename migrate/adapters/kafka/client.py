@@ -125,6 +125,23 @@ class _AuthenticationWatch:
             self.failure = authentication_failure(err.name(), err.str(), self.bootstrap_servers)
 
 
+def broker_config_entries(admin: AdminClient, broker_ids, timeout_s: float = 15.0,
+                          skip_failed: bool = False) -> Iterator[tuple[int, dict]]:
+    """(broker id, its DescribeConfigs entries by name), one broker at a time, in the order of ``broker_ids``
+    (librdkafka takes one BROKER resource per call; a caller may stop early). ``skip_failed``: a broker that does not
+    answer is logged and left out; else its error is raised."""
+    for b in broker_ids:
+        try:
+            futures = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))], request_timeout=timeout_s)
+            entries = next(iter(futures.values())).result(timeout=timeout_s)
+        except Exception as exc:
+            if not skip_failed:
+                raise
+            log.debug("DescribeConfigs of broker %s failed: %s", b, exc)
+            continue
+        yield int(b), entries
+
+
 def broker_static_configs(admin: AdminClient, broker_ids: list[int], names: tuple[str, ...],
                           timeout_s: float = 15.0) -> dict[int, dict[str, str | None]]:
     """The named configs of each broker as the broker reports them (``zookeeper.connect`` is static).
@@ -132,13 +149,8 @@ def broker_static_configs(admin: AdminClient, broker_ids: list[int], names: tupl
     >>> broker_static_configs(admin, [1, 2], ("zookeeper.connect", "broker.rack"))  # doctest: +SKIP
     {1: {"zookeeper.connect": "zk1:2181/kafka", "broker.rack": "AD-1/FD-1"}, ...}
     """
-    out: dict[int, dict[str, str | None]] = {}
-    for b in broker_ids:  # librdkafka takes one BROKER resource per call
-        futures = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))], request_timeout=timeout_s)
-        for resource, future in futures.items():
-            entries = future.result(timeout=timeout_s)
-            out[int(resource.name)] = {n: (entries[n].value if n in entries else None) for n in names}
-    return out
+    return {b: {n: (entries[n].value if n in entries else None) for n in names}
+            for b, entries in broker_config_entries(admin, broker_ids, timeout_s)}
 
 
 def live_broker_ids(admin: AdminClient, timeout_s: float = 10.0) -> list[int]:

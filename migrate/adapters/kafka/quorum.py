@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from migrate.adapters.kafka.client import kafka_python_config
 from migrate.core.clientconfig import ClientSettings
+from migrate.core.kraft.config import SENSITIVE
 
 log = logging.getLogger("kmigrate.kafka")
 
@@ -149,50 +150,32 @@ def controller_configs(address: str, node_id: int, names: tuple[str, ...], timeo
     return {c["name"]: c["value"] for c in answer["results"][0].get("configs") or []}
 
 
-SENSITIVE = "<sensitive: copy it from the broker's server.properties>"
-
-
 def broker_file_configs(settings: ClientSettings, broker_ids: list[int], timeout_s: float = 15.0) -> dict[int, dict[str, str]]:
     """Each broker's settings from its ``server.properties`` as it reports them (DescribeConfigs, source
-    STATIC_BROKER_CONFIG); a sensitive value (passwords, JAAS) comes back hidden and reads :data:`SENSITIVE`.
+    STATIC_BROKER_CONFIG); a sensitive value (passwords, JAAS) comes back hidden and reads :data:`~migrate.core.kraft.config.SENSITIVE`.
     A broker that does not answer is left out."""
-    from confluent_kafka.admin import ConfigResource, ConfigSource
+    from confluent_kafka.admin import ConfigSource
 
-    from migrate.adapters.kafka.client import admin_client
+    from migrate.adapters.kafka.client import admin_client, broker_config_entries
 
     admin = admin_client(settings, timeout_s=timeout_s)
-    out: dict[int, dict[str, str]] = {}
-    for b in broker_ids:  # librdkafka takes one BROKER resource per call
-        try:
-            futures = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))], request_timeout=timeout_s)
-            entries = next(iter(futures.values())).result(timeout=timeout_s)
-        except Exception as exc:
-            log.debug("DescribeConfigs of broker %s failed: %s", b, exc)
-            continue
-        out[b] = {name: (SENSITIVE if e.is_sensitive or e.value is None else e.value) for name, e in sorted(entries.items())
-                  if int(getattr(e.source, "value", e.source)) == ConfigSource.STATIC_BROKER_CONFIG.value}
-    return out
+    return {b: {name: (SENSITIVE if e.is_sensitive or e.value is None else e.value) for name, e in sorted(entries.items())
+                if int(getattr(e.source, "value", e.source)) == ConfigSource.STATIC_BROKER_CONFIG.value}
+            for b, entries in broker_config_entries(admin, broker_ids, timeout_s, skip_failed=True)}
 
 
 def configured_voters(settings: ClientSettings, broker_ids: list[int], timeout_s: float = 10.0) -> str | None:
     """``controller.quorum.voters`` as the first of ``broker_ids`` that runs with it reports it (a broker of roll 1
     or a KRaft broker), or None (no broker has it yet, or none answers)."""
-    from confluent_kafka.admin import ConfigResource
-
-    from migrate.adapters.kafka.client import admin_client
+    from migrate.adapters.kafka.client import admin_client, broker_config_entries
 
     try:
         admin = admin_client(settings, timeout_s=timeout_s)
     except Exception as exc:  # BadInput: the brokers are not reachable; the caller reads without them
         log.debug("no admin client on %s: %s", settings.bootstrap_servers, exc)
         return None
-    for b in broker_ids:
-        try:
-            futures = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))], request_timeout=timeout_s)
-            entry = next(iter(futures.values())).result(timeout=timeout_s).get("controller.quorum.voters")
-        except Exception as exc:
-            log.debug("DescribeConfigs of broker %s failed: %s", b, exc)
-            continue
+    for _b, entries in broker_config_entries(admin, broker_ids, timeout_s, skip_failed=True):  # the first that has it
+        entry = entries.get("controller.quorum.voters")
         if entry is not None and entry.value:
             return entry.value
     return None

@@ -15,50 +15,23 @@ def broker_migration_flags(settings: ClientSettings, broker_ids: tuple[int, ...]
                            timeout_s: float = 10.0) -> dict[int, bool]:
     """Broker id -> whether it runs with ``flag`` set to true; a broker that does not answer is left out (as are
     all when no broker answers)."""
-    from confluent_kafka.admin import ConfigResource
-
-    from migrate.adapters.kafka.client import admin_client
-
-    try:
-        admin = admin_client(settings, timeout_s=timeout_s)
-    except Exception as exc:  # BadInput: no broker reachable right now (they are restarting)
-        log.debug("no admin client on %s: %s", settings.bootstrap_servers, exc)
-        return {}
-    out: dict[int, bool] = {}
-    for b in broker_ids:  # librdkafka takes one BROKER resource per call
-        try:
-            futures = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))], request_timeout=timeout_s)
-            entry = next(iter(futures.values())).result(timeout=timeout_s).get(flag)
-        except Exception as exc:
-            log.debug("DescribeConfigs of broker %s failed: %s", b, exc)
-            continue
-        out[b] = entry is not None and str(entry.value).strip().lower() == "true"
-    return out
+    return {b: str(conf[flag]).strip().lower() == "true"  # None (not reported) reads false
+            for b, conf in broker_configs(settings, broker_ids, (flag,), timeout_s).items()}
 
 
 def broker_configs(settings: ClientSettings, broker_ids: tuple[int, ...], names: tuple[str, ...],
                    timeout_s: float = 10.0) -> dict[int, dict[str, str | None]]:
     """Broker id -> the named configs as it runs them (DescribeConfigs through the brokers of ``settings``; a name
     it does not report reads None); a broker that does not answer is left out (all when none answers)."""
-    from confluent_kafka.admin import ConfigResource
-
-    from migrate.adapters.kafka.client import admin_client
+    from migrate.adapters.kafka.client import admin_client, broker_config_entries
 
     try:
         admin = admin_client(settings, timeout_s=timeout_s)
-    except Exception as exc:  # BadInput: no broker reachable
+    except Exception as exc:  # BadInput: no broker reachable right now (they are restarting)
         log.debug("no admin client on %s: %s", settings.bootstrap_servers, exc)
         return {}
-    out: dict[int, dict[str, str | None]] = {}
-    for b in broker_ids:  # librdkafka takes one BROKER resource per call
-        try:
-            futures = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))], request_timeout=timeout_s)
-            got = next(iter(futures.values())).result(timeout=timeout_s)
-        except Exception as exc:
-            log.debug("DescribeConfigs of broker %s failed: %s", b, exc)
-            continue
-        out[b] = {n: (got[n].value if n in got else None) for n in names}
-    return out
+    return {b: {n: (got[n].value if n in got else None) for n in names}
+            for b, got in broker_config_entries(admin, broker_ids, timeout_s, skip_failed=True)}
 
 
 def listed_brokers(settings: ClientSettings, timeout_s: float = 5.0) -> tuple[str | None, tuple[int, ...]]:

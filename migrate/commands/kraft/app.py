@@ -306,7 +306,7 @@ def controller_config(
     props = kc.controller_finalized_config(inputs, controller_id) if finalize else kc.controller_config(inputs, controller_id)
     command = kc.format_command(inputs.cluster_id, config_file, kafka_bin)
     notes = [] if finalize else kc.controller_notes(inputs)
-    hidden = [k for k, v in props.items() if v.startswith("<sensitive")]
+    hidden = kc.hidden(props)
     if hidden:
         notes.append(f"hidden by the brokers (DescribeConfigs), copy from a broker's server.properties or give "
                      f"--broker-properties: {', '.join(hidden)}")
@@ -350,7 +350,7 @@ def broker_config(
         removed = kc.removed_in_kraft(inputs.broker(broker_id))
         title = f"broker {broker_id}, roll 2: its whole KRaft config"
     extra = [f"# removed: {', '.join(removed)}"] if removed else []
-    hidden = [k for k, v in props.items() if v.startswith("<sensitive")]
+    hidden = kc.hidden(props)
     if hidden:
         extra.append(f"# hidden by the broker, copy from its server.properties: {', '.join(hidden)}")
     _emit(output, props, title, {"phase": phase, "removed": removed, "hidden": hidden}, extra)

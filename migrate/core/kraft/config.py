@@ -35,6 +35,8 @@ from migrate.errors import BadInput
 
 CONTROLLER_LISTENER = "CONTROLLER"
 MIGRATION_FLAG = "zookeeper.metadata.migration.enable"
+SENSITIVE = "<sensitive: copy it from the broker's server.properties>"
+"""What a broker setting hidden by DescribeConfigs (passwords, JAAS) reads in the configs kmigrate renders."""
 QUORUM_VOTERS = "controller.quorum.voters"
 LISTENER_NAMES = "controller.listener.names"
 PROTOCOL_MAP = "listener.security.protocol.map"
@@ -369,6 +371,11 @@ def _escape(text: str, key: bool) -> str:
     elif out.startswith(" "):
         out = "\\" + out
     return out
+
+
+def hidden(props: Mapping[str, str]) -> list[str]:
+    """The keys of ``props`` whose value the brokers hid (:data:`SENSITIVE`): the operator copies them by hand."""
+    return [k for k, v in props.items() if v == SENSITIVE]
 
 
 def lines(props: Mapping[str, str]) -> list[str]:
