@@ -110,14 +110,7 @@ class KraftSandbox:
         inputs = self.inputs(cluster_id)  # checks the ids against the brokers' before anything is written
         self.sandbox._save()
         try:
-            for node in self.controllers:
-                progress(f"formatting {node.name} with cluster id {cluster_id}")
-                self._write_controller(node, kc.controller_config(inputs, node.id))
-                self._format(node, cluster_id)
-            for node in self.controllers:
-                progress(f"starting {node.name} on {node.host}:{CONTROLLER_PORT}")
-                self._launch(node)
-            self.wait_controllers([n.name for n in self.controllers], timeout_s)
+            self._format_and_start(inputs, cluster_id, progress, timeout_s)
         except BaseException:
             self.sandbox.processes.stop([n for n in self.controllers if self.sandbox.is_alive(n.name)], 30)
             raise
@@ -205,10 +198,16 @@ class KraftSandbox:
             raise BadInput("this sandbox has no KRaft controllers: add them (kmigrate sandbox add-controllers)")
         self.stop_controllers()
         cluster_id = self.cluster_id()
-        inputs = self.inputs(cluster_id)
+        self._format_and_start(self.inputs(cluster_id), cluster_id, progress, timeout_s, wipe=True)
+
+    def _format_and_start(self, inputs: kc.KraftInputs, cluster_id: str, progress: Callable[[str], None],
+                          timeout_s: float, wipe: bool = False) -> None:
+        """Write each controller's migration config and format it (``wipe``: its metadata dir emptied first), then
+        start them all and wait until each has started."""
         for node in self.controllers:
-            progress(f"wiping and formatting {node.name} with cluster id {cluster_id}")
-            shutil.rmtree(Path(node.dir) / "metadata", ignore_errors=True)
+            progress(f"{'wiping and formatting' if wipe else 'formatting'} {node.name} with cluster id {cluster_id}")
+            if wipe:
+                shutil.rmtree(Path(node.dir) / "metadata", ignore_errors=True)
             self._write_controller(node, kc.controller_config(inputs, node.id))
             self._format(node, cluster_id)
         for node in self.controllers:
