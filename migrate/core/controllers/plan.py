@@ -327,3 +327,73 @@ def next_step(reading: Reading, change: ControllerChange, caught_up: Iterable[in
     role = "the leader" if old == q.leader_id else "a follower"
     return Step(StepKind.REMOVE, old, q.voter(old).directory_id, before_removal=before,  # type: ignore[union-attr]
                 reason=f"remove controller {old} ({role}) from the voters {ids_text(q.voter_ids)}")
+
+
+# ------------------------------------------------------------------ the whole move, as planned now
+def _without(replicas: tuple, node_id: int) -> tuple:
+    return tuple(r for r in replicas if r.id != node_id)
+
+
+def apply_step(reading: Reading, step: Step) -> Reading:
+    """The reading a step would lead to, if it goes as planned (pure; for a preview, never for a decision: the runner
+    re-reads the cluster after every step). A stopped or removed leader hands over to the lowest running voter."""
+    from dataclasses import replace
+
+    q = reading.quorum
+    stopped = set(reading.stopped_ids)
+    voters, observers, nodes = q.voters, q.observers, dict(q.nodes)
+    if step.kind is StepKind.ADD and step.node_id is not None:
+        me = q.observer(step.node_id)
+        if me is not None:
+            voters, observers = (*voters, me), _without(observers, step.node_id)
+            if step.endpoint is not None:
+                nodes[step.node_id] = (step.endpoint,)
+    elif step.kind is StepKind.STOP and step.node_id is not None:
+        stopped.add(step.node_id)
+        observers = _without(observers, step.node_id)
+    elif step.kind is StepKind.REMOVE and step.node_id is not None:
+        me = q.voter(step.node_id)
+        voters = _without(voters, step.node_id)
+        nodes.pop(step.node_id, None)
+        if me is not None and step.node_id not in stopped:
+            observers = (*observers, me)
+    leader, epoch = q.leader_id, q.leader_epoch
+    if leader not in {v.id for v in voters} or leader in stopped:
+        live = sorted(v.id for v in voters if v.id not in stopped)
+        leader, epoch = (live[0] if live else None), epoch + 1
+        if leader is not None and q.leader is not None:  # the new leader takes the old one's view of time and log
+            old = q.leader
+            voters = tuple(replace(v, log_end_offset=old.log_end_offset, last_fetch_ms=None,
+                                   last_caught_up_ms=old.last_caught_up_ms) if v.id == leader else v for v in voters)
+    return replace(reading, quorum=replace(q, leader_id=leader, leader_epoch=epoch, voters=voters,
+                                           observers=observers, nodes=nodes), stopped_ids=frozenset(stopped))
+
+
+def preview(reading: Reading, change: ControllerChange, **limits) -> list[Step]:
+    """Every step from ``reading`` to the end, as planned now (each new controller assumed to catch up, each stop
+    to happen): what a dry run shows. Ends with DONE, or with the WAIT_SETTLE/BLOCKED step that holds it now.
+
+    >>> from migrate.core.controllers.quorum import Quorum, Reading, Replica
+    >>> def rep(i, leader=False): return Replica(i, f"d{i}", 100, None if leader else 9_990, 10_000 if leader else 9_990)
+    >>> q = Quorum(1, 4, 100, (rep(1, True), rep(2), rep(3)), (rep(7), rep(8), rep(9)))
+    >>> ch = ControllerChange(tuple(NewController(i, f"c{i}", 9093) for i in (7, 8, 9)), (1, 2, 3))
+    >>> [f"{s.kind.value} {s.node_id}" for s in preview(Reading(q, 1, (4, 1)), ch) if s.kind is not StepKind.WAIT_CATCH_UP]
+    ['add 7', 'remove 2', 'stop 2', 'add 8', 'remove 3', 'stop 3', 'add 9', 'remove 1', 'stop 1', 'done None']
+    >>> [f"{s.kind.value} {s.node_id}" for s in preview(Reading(q, 1, (3, 9)), ch) if s.kind is not StepKind.WAIT_CATCH_UP]
+    ['add 7', 'stop 2', 'remove 2', 'add 8', 'stop 3', 'remove 3', 'add 9', 'stop 1', 'remove 1', 'done None']
+    """
+    steps: list[Step] = []
+    caught: set[int] = set()
+    current = reading
+    for _ in range(8 * (len(change.add) + len(change.remove)) + 4):
+        step = next_step(current, change, caught, **limits)
+        steps.append(step)
+        if step.kind in (StepKind.DONE, StepKind.WAIT_SETTLE, StepKind.BLOCKED):
+            return steps
+        if step.kind is StepKind.WAIT_CATCH_UP and step.node_id is not None:
+            if step.node_id in caught or current.quorum.observer(step.node_id) is None:
+                return steps  # not started: the preview cannot go past it
+            caught.add(step.node_id)
+            continue
+        current = apply_step(current, step)
+    raise BadInput("the controller move does not converge (a bug: please report it)")  # pragma: no cover

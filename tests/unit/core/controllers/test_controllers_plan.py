@@ -273,3 +273,24 @@ def test_a_move_killed_at_random_steps_converges_and_keeps_a_majority(seed, rele
         pytest.fail("the move did not converge in 60 steps")
     assert cluster.voters == {7, 8, 9} and cluster.running == {7, 8, 9}
     assert kinds.count(StepKind.ADD) == 3 and kinds.count(StepKind.REMOVE) == 3 and kinds.count(StepKind.STOP) == 3
+
+
+@pytest.mark.parametrize("release", [(3, 9), (4, 1)])
+def test_the_preview_from_any_point_of_the_move_is_the_rest_of_it(release):
+    from migrate.core.controllers.plan import apply_step, preview
+
+    start = reading(release=release)
+    whole = [s for s in preview(start, change()) if s.kind is not StepKind.WAIT_CATCH_UP]
+    assert whole[-1].kind is StepKind.DONE and len(whole) == 10
+    current = start
+    for i, step in enumerate(whole[:-1]):
+        current = apply_step(current, step)
+        rest = [s for s in preview(current, change()) if s.kind is not StepKind.WAIT_CATCH_UP]
+        assert rest == whole[i + 1:]
+
+
+def test_the_preview_stops_at_a_controller_not_started():
+    from migrate.core.controllers.plan import preview
+
+    steps = preview(reading(quorum(observers=(7, 8))), change())
+    assert steps[-1].kind is StepKind.WAIT_CATCH_UP and steps[-1].node_id == 9
