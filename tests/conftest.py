@@ -26,7 +26,7 @@ MODULE_SECONDS = {
     "test_kraft_precheck.py": 40,
     "test_demo_kraft.py": 192,  # --no-move, alone through itest at load ~6 (demo-lite, 2026-11-26)
     "test_kraft_controller_security.py": 15,
-    "test_controller_voters.py": 15,  # 2 controllers of 3.9.2, no broker: 14.6 s alone through itest (2026-11-27)
+    "test_controller_voters.py": 15,  # 3 controllers of 3.9.2 (2 dynamic, 1 static), no broker: 12-15 s alone through itest
     "test_readme_runbook.py": 384,
     "test_security.py": 355,
     "test_end_to_end.py": 342,

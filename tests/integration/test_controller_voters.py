@@ -4,7 +4,8 @@ core's catch-up gate and planner on what it shows.
 One module-scoped quorum, no broker: controller 1 formatted ``--standalone`` (the one voter), controller 2 formatted
 ``--no-initial-controllers`` with ``controller.quorum.bootstrap.servers`` naming controller 1, as
 ``kmigrate controllers controller-config 2`` renders it: it starts as an observer. The tests run in order: read, gate,
-add, the refused changes, remove the leader, unregister.
+add, the refused changes, remove the leader, unregister. Beside it, controller 3 alone in a static quorum
+(``controller.quorum.voters``, formatted without a quorum flag): ``kraft.version`` 0, and AddRaftVoter refused.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from migrate.core.controllers.config import ControllerInputs, format_command, ne
 from migrate.core.controllers.gate import CatchUpWatch
 from migrate.core.controllers.plan import ControllerChange, NewController, StepKind, check_request, next_step
 from migrate.core.controllers.quorum import Endpoint, Reading
-from migrate.errors import StepFailed
+from migrate.errors import BadInput, StepFailed
 from migrate.sandbox.launch import port_free
 from migrate.sandbox.layout import log4j_properties
 from migrate.sandbox.testing import free_ip_prefix, stop_process
@@ -146,3 +147,43 @@ def test_unregister_an_unknown_broker_says_so(quorum):
     with pytest.raises(voters.VoterChangeError) as e:
         voters.unregister_broker([a2], 42)
     assert e.value.error == "BROKER_ID_NOT_REGISTERED"
+
+
+@pytest.fixture(scope="module")
+def static_controller(quorum, tmp_path_factory):
+    """The address of controller 3, the one voter of a static quorum of its own (started after the dynamic one)."""
+    dist = ensure_distribution()
+    host = f"{quorum[0].rsplit('.', 1)[0]}.3"
+    assert port_free(host, PORT)
+    home = tmp_path_factory.mktemp("controller-3")
+    props = {"process.roles": "controller", "node.id": "3", "controller.quorum.voters": f"3@{host}:{PORT}",
+             "controller.listener.names": "CONTROLLER", "listeners": f"CONTROLLER://{host}:{PORT}",
+             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT", "log.dirs": str(home / "metadata")}
+    _write(home / "server.properties", props)
+    (home / "log4j.properties").write_text(log4j_properties(str(home / "server.log")))
+    jvm = [*JVM, f"-Dlog4j.configuration=file:{home / 'log4j.properties'}"]
+    subprocess.run(dist.java_command("kafka.tools.StorageTool", ["format", "-t", voters.kafka_uuid(uuid.uuid4()), "-c",
+                                                                 str(home / "server.properties")], jvm),
+                   check=True, capture_output=True, timeout=120)
+    proc = subprocess.Popen(dist.java_command("kafka.Kafka", [str(home / "server.properties")], jvm),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        log = home / "server.log"
+        wait_until(lambda: proc.poll() is None and log.exists() and "Kafka Server started" in log.read_text(),
+                   timeout_s=90, interval_s=0.5, what="controller 3")
+        yield f"{host}:{PORT}"
+    finally:
+        stop_process(proc)
+
+
+def test_a_static_quorum_reads_kraft_version_0_and_refuses_a_voter_change(static_controller):
+    address = static_controller
+    view = wait_until(lambda: voters.read_controllers([address]), timeout_s=30, interval_s=0.5, what="controller 3",
+                      retry_on=(StepFailed,))
+    assert view.kraft_version == 0 and view.quorum.voter_ids == (3,)
+    with pytest.raises(BadInput, match="controller quorum is static") as e:
+        check_request(Reading(view.quorum, view.kraft_version, (3, 9)),
+                      ControllerChange((NewController(4, "c4", PORT),), (3,)))
+    assert "kmigrate mirror" in e.value.message
+    with pytest.raises(BadInput, match="the quorum is static"):
+        voters.add_voter([address], 4, voters.kafka_uuid(uuid.uuid4()), Endpoint("CONTROLLER", "127.0.0.1", PORT))
