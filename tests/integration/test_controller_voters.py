@@ -34,6 +34,13 @@ PORT = 9093
 JVM = ["-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 
 
+def _cluster_id() -> str:
+    """A random id as Kafka makes them: never one that begins with '-' (kafka-storage would read it as an option)."""
+    while (text := voters.kafka_uuid(uuid.uuid4())).startswith("-"):
+        pass
+    return text
+
+
 def _write(path: Path, props: dict[str, str]) -> None:
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
@@ -45,7 +52,7 @@ def quorum(tmp_path_factory):
     prefix = free_ip_prefix(2)
     hosts = {1: f"{prefix}.1", 2: f"{prefix}.2"}
     assert all(port_free(h, PORT) for h in hosts.values())
-    cluster_id = voters.kafka_uuid(uuid.uuid4())
+    cluster_id = _cluster_id()
     first = Endpoint("CONTROLLER", hosts[1], PORT)
     procs = []
     try:
@@ -162,7 +169,7 @@ def static_controller(quorum, tmp_path_factory):
     _write(home / "server.properties", props)
     (home / "log4j.properties").write_text(log4j_properties(str(home / "server.log")))
     jvm = [*JVM, f"-Dlog4j.configuration=file:{home / 'log4j.properties'}"]
-    subprocess.run(dist.java_command("kafka.tools.StorageTool", ["format", "-t", voters.kafka_uuid(uuid.uuid4()), "-c",
+    subprocess.run(dist.java_command("kafka.tools.StorageTool", ["format", "-t", _cluster_id(), "-c",
                                                                  str(home / "server.properties")], jvm),
                    check=True, capture_output=True, timeout=120)
     proc = subprocess.Popen(dist.java_command("kafka.Kafka", [str(home / "server.properties")], jvm),
