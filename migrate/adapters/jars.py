@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from migrate.adapters.class_data import class_data_options
+from migrate.core.versions import uses_log4j2
 from migrate.errors import BadInput, MissingTool
 
 KAFKA_VERSION = "3.9.2"
@@ -86,6 +87,17 @@ class Distribution:
     def classpath(self) -> str:
         return str(self.lib_dir / "*")
 
+    @property
+    def log4j2(self) -> bool:
+        """True when this Kafka logs through log4j2 (4.0+: ``-Dlog4j2.configurationFile``), not log4j 1 (reload4j)."""
+        return uses_log4j2(self.kafka_version)
+
+    def quiet_logging(self) -> list[str]:
+        """The JVM options of a tool run without a logging config of its own: warnings and errors only."""
+        if self.log4j2:
+            return ["-Dlog4j2.configurationFile=" + str(_quiet_log4j2(self.lib_dir.parent))]
+        return ["-Dlog4j.configuration=file:/dev/null"]
+
     def java_command(self, main_class: str, args: list[str], jvm_opts: list[str] | None = None,
                      class_data: bool = False) -> list[str]:
         """``java <jvm_opts> -cp <jars> <main_class> <args>``; with ``class_data``, also the options of the
@@ -99,8 +111,20 @@ class Distribution:
         """The command line of a stock Kafka tool, e.g. ``tool_command("kafka-topics", ["--list", ...])``."""
         if tool not in KAFKA_TOOLS:
             raise BadInput(f"unknown Kafka tool {tool!r}: choose one of {', '.join(sorted(KAFKA_TOOLS))}")
-        opts = jvm_opts or ["-Xmx512m", "-Dlog4j.configuration=file:/dev/null"]
+        opts = jvm_opts or ["-Xmx512m", *self.quiet_logging()]
         return self.java_command(KAFKA_TOOLS[tool], args, opts)
+
+
+def _quiet_log4j2(directory: Path) -> Path:
+    """A log4j2 config beside a Kafka 4 distribution's jars: warnings and errors to stderr."""
+    path = directory / "quiet-log4j2.properties"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text("status = error\nappender.err.type = Console\nappender.err.name = err\nappender.err.target = SYSTEM_ERR\n"
+                       "appender.err.layout.type = PatternLayout\nappender.err.layout.pattern = %p %m (%c)%n\n"
+                       "rootLogger.level = WARN\nrootLogger.appenderRef.err.ref = err\n")
+        tmp.replace(path)
+    return path
 
 
 def fetch_maven_project(pom: Path, name: str, properties: dict[str, str], quiet: bool = True) -> Path:
@@ -150,8 +174,9 @@ def _pom_digest(pom: Path) -> str:
 
 def ensure_distribution(kafka_version: str = KAFKA_VERSION, zookeeper_version: str = ZOOKEEPER_VERSION) -> Distribution:
     """The jars of Kafka ``kafka_version`` (with its stock tools and MirrorMaker 2 where Maven Central
-    has it) and of the ZooKeeper ``zookeeper_version`` servers, each fetched once."""
-    pom = Path(__file__).with_name("servers_pom.xml")
+    has it) and of the ZooKeeper ``zookeeper_version`` servers, each fetched once. Kafka 4.0 and later (log4j2, no
+    ZooKeeper mode) come from their own Maven project (``servers4_pom.xml``)."""
+    pom = Path(__file__).with_name("servers4_pom.xml" if uses_log4j2(kafka_version) else "servers_pom.xml")
     name = f"servers/kafka-{kafka_version}_{_pom_digest(pom)}"
     properties = {"kafka.version": kafka_version}
     try:

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.core.units import parse_duration
-from migrate.core.versions import KAFKA_RANGE_TEXT, ZOOKEEPER_RANGE_TEXT
+from migrate.core.versions import KAFKA_RANGE_TEXT, KRAFT_RANGE_TEXT, ZOOKEEPER_RANGE_TEXT
 from migrate.errors import BadInput
 from migrate.sandbox import Sandbox, SandboxSpec
 from migrate.sandbox.cluster import KAFKA_VERSION, ZOOKEEPER_VERSION
@@ -26,9 +26,9 @@ DIR_OPTION = typer.Option(None, "--dir", help="Sandbox directory (default: $KMIG
 
 KAFKA_VERSION_OPTION = typer.Option(
     KAFKA_VERSION, "--kafka-version",
-    help=f"Kafka release of the brokers, {KAFKA_RANGE_TEXT}, jars from Maven Central (2.4.1, 2.8.2 and 3.9.2 are "
-         "tested on JDK 17; java is $JAVA_HOME/bin/java, else the PATH: point JAVA_HOME at another JDK for a release "
-         "that does not start on yours).")
+    help=f"Kafka release of the brokers, {KAFKA_RANGE_TEXT} (--kraft: {KRAFT_RANGE_TEXT}), jars from Maven Central "
+         "(2.4.1, 2.8.2, 3.9.2 and 4.4.0 are tested on JDK 17; java is $JAVA_HOME/bin/java, else the PATH: point "
+         "JAVA_HOME at another JDK for a release that does not start on yours).")
 ZOOKEEPER_VERSION_OPTION = typer.Option(
     ZOOKEEPER_VERSION, "--zookeeper-version", help=f"ZooKeeper release of the servers, {ZOOKEEPER_RANGE_TEXT}.")
 
@@ -43,7 +43,7 @@ def _ids(explicit: Optional[str], count: int, first: int, option: str) -> tuple[
 
 @app.command("up")
 def up(
-    zookeepers: int = typer.Option(3, "--zookeepers", help="ZooKeeper voters to start."),
+    zookeepers: Optional[int] = typer.Option(None, "--zookeepers", help="ZooKeeper voters to start (default 3; none with --kraft)."),
     brokers: int = typer.Option(3, "--brokers", help="Brokers to start (the old brokers of a migration)."),
     spare_zookeepers: int = typer.Option(0, "--spare-zookeepers", help="ZooKeeper joiners, started as observers."),
     spare_brokers: int = typer.Option(0, "--spare-brokers", help="New brokers, started empty."),
@@ -72,10 +72,34 @@ def up(
     kraft_controllers: int = typer.Option(0, "--kraft-controllers", help="Also start this many KRaft controllers "
                                           "(ids 3000.., each on its own address, port 9093) for a ZooKeeper-to-KRaft "
                                           "migration: formatted with the cluster id, with kmigrate kraft controller-config's config."),
+    kraft: bool = typer.Option(False, "--kraft", help="A KRaft cluster without ZooKeeper (Kafka 3.9.x to 4.4.x): KRaft "
+                               "controllers and brokers, a dynamic quorum (KIP-853) unless --static-quorum; writes "
+                               "<dir>/playbook.yaml for it."),
+    controllers: int = typer.Option(3, "--controllers", help="With --kraft: KRaft controllers, the quorum's voters (ids 3000..)."),
+    spare_controllers: int = typer.Option(0, "--spare-controllers", help="With --kraft: new controllers for a migration, "
+                                          "formatted with --no-initial-controllers and started as observers."),
+    controller_ids: Optional[str] = typer.Option(None, "--controller-ids", help="With --kraft: controller ids instead of 3000.."),
+    spare_controller_ids: Optional[str] = typer.Option(None, "--spare-controller-ids", help="With --kraft: spare controller ids."),
+    static_quorum: bool = typer.Option(False, "--static-quorum", help="With --kraft: a static quorum "
+                                       "(controller.quorum.voters, kraft.version 0) instead of a dynamic one."),
     directory: Optional[Path] = DIR_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """Start a ZooKeeper ensemble and Kafka brokers, with spare nodes for a migration, and wait until ready (--target-cluster: and a second, separate cluster)."""
+    """Start a ZooKeeper ensemble and Kafka brokers, with spare nodes for a migration, and wait until ready (--target-cluster: and a second, separate cluster; --kraft: KRaft controllers instead of ZooKeeper)."""
+    if kraft:
+        _up_kraft(brokers, spare_brokers, broker_ids, spare_broker_ids, controllers, spare_controllers, controller_ids,
+                  spare_controller_ids, static_quorum, ip_prefix, kafka_port, kafka_version, directory, output,
+                  refused={"--zookeepers": zookeepers is not None, "--spare-zookeepers": bool(spare_zookeepers),
+                           "--zookeeper-ids": bool(zookeeper_ids), "--spare-zookeeper-ids": bool(spare_zookeeper_ids),
+                           "--chroot": bool(chroot), "--security": security.lower() != "plaintext",
+                           "--target-cluster": target_cluster, "--zookeeper-tls": zookeeper_tls,
+                           "--kraft-controllers": bool(kraft_controllers)})
+        return
+    for given, option in ((static_quorum, "--static-quorum"), (spare_controllers or spare_controller_ids, "--spare-controllers"),
+                          (controller_ids, "--controller-ids")):
+        if given:
+            raise BadInput(f"{option} needs --kraft (a KRaft cluster without ZooKeeper)")
+    zookeepers = 3 if zookeepers is None else zookeepers
     zk_ids = _ids(zookeeper_ids, zookeepers, 1, "--zookeeper-ids")
     spec = SandboxSpec(
         zookeeper_ids=zk_ids,
@@ -115,6 +139,45 @@ def up(
         return
     console.print(f"sandbox up in {elapsed:.1f} s ({sandbox.dir})")
     _print_status(sandbox)
+    console.print("\n" + _env_lines(sandbox))
+
+
+def _up_kraft(brokers, spare_brokers, broker_ids, spare_broker_ids, controllers, spare_controllers, controller_ids,
+              spare_controller_ids, static_quorum, ip_prefix, kafka_port, kafka_version, directory, output, refused) -> None:
+    """``sandbox up --kraft``: a native KRaft sandbox (``migrate.sandbox.kraft_cluster``) and its playbook."""
+    from migrate.sandbox.kraft_layout import FIRST_CONTROLLER_ID, kraft_spec
+
+    bad = [option for option, given in refused.items() if given]
+    if bad:
+        raise BadInput(f"{bad[0]} does not go with --kraft: a KRaft sandbox has no ZooKeeper (and is plaintext)")
+    c_ids = _ids(controller_ids, controllers, FIRST_CONTROLLER_ID, "--controller-ids")
+    b_ids = _ids(broker_ids, brokers, 1, "--broker-ids")
+    spec = kraft_spec(
+        c_ids, b_ids,
+        spare_controller_ids=_ids(spare_controller_ids, spare_controllers, max(c_ids, default=FIRST_CONTROLLER_ID - 1) + 1,
+                                  "--spare-controller-ids"),
+        spare_broker_ids=_ids(spare_broker_ids, spare_brokers, max(b_ids, default=0) + 1, "--spare-broker-ids"),
+        static_quorum=static_quorum, ip_prefix=ip_prefix, kafka_port=kafka_port, kafka_version=kafka_version)
+    sandbox = Sandbox(directory)
+    started = time.monotonic()
+    if output == OutputFormat.text:
+        with console.status("starting the KRaft sandbox") as status:
+            sandbox.up(spec, progress=lambda msg: status.update(msg))
+    else:
+        sandbox.up(spec)
+    from migrate.sandbox.kraft_cluster import KraftCluster
+
+    playbook = sandbox.dir / "playbook.yaml"
+    playbook.write_text(KraftCluster(sandbox).playbook())
+    elapsed = time.monotonic() - started
+    if output == OutputFormat.json:
+        emit_json({"dir": str(sandbox.dir), "started_s": round(elapsed, 1), "playbook": str(playbook),
+                   "env": sandbox.env(), "nodes": sandbox.status()})
+        return
+    console.print(f"KRaft sandbox up in {elapsed:.1f} s ({sandbox.dir}), Kafka {spec.kafka_version}, "
+                  f"{'static' if spec.static_quorum else 'dynamic'} quorum")
+    _print_status(sandbox)
+    console.print(f"\nplaybook: {playbook}")
     console.print("\n" + _env_lines(sandbox))
 
 
@@ -302,11 +365,21 @@ def restart_controller(
                                   "finalizes the migration; there is no way back to ZooKeeper after it."),
     directory: Optional[Path] = DIR_OPTION,
 ) -> None:
-    """Restart one KRaft controller with its migration config, or its finalized one (--finalize)."""
+    """Restart one KRaft controller with its migration config, or its finalized one (--finalize); in a --kraft sandbox
+    with its own files, waiting until the quorum's leader lists it caught up again."""
     from migrate.sandbox.kraft import KraftSandbox
 
     sandbox = Sandbox(directory)
     what = f"controller-{controller_id}"
+    if sandbox.exists and sandbox.spec.kraft:
+        from migrate.sandbox.kraft_cluster import KraftCluster
+
+        if finalize:
+            raise BadInput("--finalize is for a ZooKeeper-to-KRaft migration's controllers: this sandbox has no ZooKeeper")
+        with err_console.status(f"{what}: restarting"):
+            view = KraftCluster(sandbox).restart_controller(controller_id)
+        err_console.print(f"{what}: restarted ({view.role(controller_id)}; leader {view.leader_id})", markup=False)
+        return
     with err_console.status(f"{what}: restarting"):
         KraftSandbox(sandbox).restart_controller(controller_id, finalize=finalize)
     err_console.print(f"{what}: restarted" + (" (finalized)" if finalize else ""), markup=False)

@@ -56,6 +56,59 @@ def check_kafka_version(version: str, option: str = "--kafka-version") -> str:
         raise BadInput(f"{option} {version}: {exc}") from None
 
 
+KRAFT_RANGE = ((3, 9), (4, 4))
+"""The Kafka releases of a native KRaft sandbox (``kmigrate sandbox up --kraft``): 3.9 brings KIP-853 (a dynamic
+quorum, AddRaftVoter/RemoveRaftVoter), 4.4 is the newest on Maven Central when this was written."""
+KRAFT_RANGE_TEXT = "3.9.x to 4.4.x"
+LOG4J2_FROM = (4, 0)
+"""Kafka 4.0 logs through log4j2 (KIP-653, its ``log4j2.yaml``) and has no ZooKeeper mode; 3.9 and earlier log
+through log4j 1 (reload4j)."""
+
+
+def check_kraft_kafka_version(version: str, option: str = "--kafka-version") -> str:
+    """``version`` when a native KRaft sandbox can run it (3.9.0 .. 4.4.x), else BadInput.
+
+    >>> check_kraft_kafka_version("4.1.1"), check_kraft_kafka_version("3.9.2")
+    ('4.1.1', '3.9.2')
+    >>> check_kraft_kafka_version("3.8.1")
+    Traceback (most recent call last):
+    ...
+    migrate.errors.BadInput: --kafka-version 3.8.1: Kafka version '3.8.1' is not supported: give a release from 3.9.x to 4.4.x (three numbers, like 4.1.1)
+    """
+    try:
+        return _check(version, KRAFT_RANGE, "Kafka", KRAFT_RANGE_TEXT, "4.1.1")
+    except BadInput as exc:
+        raise BadInput(f"{option} {version}: {exc}") from None
+
+
+def check_fetchable_kafka_version(version: str, option: str = "--kafka-version") -> str:
+    """``version`` when ``kmigrate sandbox fetch`` can fetch it: a ZooKeeper-mode release (2.4.x .. 3.9.x) or a
+    KRaft one (3.9.x .. 4.4.x); else BadInput naming both ranges.
+
+    >>> check_fetchable_kafka_version("4.4.0"), check_fetchable_kafka_version("2.4.1")
+    ('4.4.0', '2.4.1')
+    """
+    minor = _minor(version)
+    if minor is not None and KRAFT_RANGE[0] <= minor <= KRAFT_RANGE[1]:
+        return version.strip()
+    try:
+        return check_kafka_version(version, option)
+    except BadInput:
+        raise BadInput(f"{option} {version}: Kafka version {version!r} is not supported: give a release from "
+                       f"{KAFKA_RANGE_TEXT} (ZooKeeper mode) or {KRAFT_RANGE_TEXT} (KRaft), three numbers, like 4.1.1") from None
+
+
+def uses_log4j2(version: str) -> bool:
+    """True for a Kafka release that logs through log4j2 (4.0 and later): its servers take
+    ``-Dlog4j2.configurationFile`` and its jars bring log4j2, not reload4j.
+
+    >>> uses_log4j2("3.9.2"), uses_log4j2("4.0.0"), uses_log4j2("4.4.0")
+    (False, True, True)
+    """
+    minor = _minor(version)
+    return minor is not None and minor >= LOG4J2_FROM
+
+
 def check_zookeeper_version(version: str, option: str = "--zookeeper-version") -> str:
     """``version`` when it is a ZooKeeper release kmigrate supports (3.5.0 .. 3.8.x), else BadInput."""
     try:

@@ -39,9 +39,9 @@ def fetch_jars(kafka_version: str = KAFKA_VERSION, zookeeper_version: str = ZOOK
     """The servers' jars and Spark's Kafka source, fetched from Maven Central into the cache once
     (``kmigrate sandbox fetch``): ``(Distribution, KafkaSourceJars)``."""
     from migrate.adapters.spark.session import kafka_source_jars
-    from migrate.core.versions import check_kafka_version, check_zookeeper_version
+    from migrate.core.versions import check_fetchable_kafka_version, check_zookeeper_version
 
-    dist = ensure_distribution(check_kafka_version(kafka_version), check_zookeeper_version(zookeeper_version))
+    dist = ensure_distribution(check_fetchable_kafka_version(kafka_version), check_zookeeper_version(zookeeper_version))
     return dist, kafka_source_jars()
 
 
@@ -154,7 +154,18 @@ class Sandbox:
             self.nodes[z.name] = NodeState("zookeeper", z.id, z.host, str(self.dir / z.name), spare=z.joiner)
         for b in spec.brokers:
             self.nodes[b.name] = NodeState("kafka", b.id, b.host, str(self.dir / b.name), spare=b.spare)
+        for c in spec.controllers:  # a native KRaft sandbox's
+            self.nodes[c.name] = NodeState("controller", c.id, c.host, str(self.dir / c.name), spare=c.spare)
         self._save()
+        if spec.kraft:
+            from migrate.sandbox.kraft_cluster import KraftCluster
+
+            try:
+                KraftCluster(self).start_all(progress)
+            except BaseException:
+                self.down()
+                raise
+            return
         try:
             voters = spec.voters()
             progress(f"starting ZooKeeper voters {[z.id for z in voters]}")
@@ -291,6 +302,11 @@ class Sandbox:
             "ZOOKEEPER_CONNECT": spec.zookeeper_connect(),
             "KMIGRATE_SANDBOX_DIR": str(self.dir),
         }
+        if spec.kraft:  # no ZooKeeper: the controllers instead (kafka-metadata-quorum --bootstrap-controller)
+            del env["ZOOKEEPER_CONNECT"]
+            env["KAFKA_BOOTSTRAP_CONTROLLERS"] = spec.bootstrap_controllers(spare=False)
+            env["KAFKA_NEW_BOOTSTRAP_CONTROLLERS"] = spec.bootstrap_controllers(spare=True)
+            env["KMIGRATE_PLAYBOOK"] = str(self.dir / "playbook.yaml")
         sec = self.security
         if sec is not None:  # paths only: the files hold the secrets (mode 0600)
             env["KMIGRATE_COMMAND_CONFIG"] = str(sec.properties_file("kmigrate"))
@@ -313,6 +329,12 @@ class Sandbox:
     def status(self) -> list[dict]:
         """One row per node: name, kind, id, address, pid, running, role (ZooKeeper mode, controller)."""
         spec = self._require()
+        if spec.kraft:  # the roles DescribeQuorum gives (leader, voter, observer)
+            from migrate.sandbox.kraft_cluster import KraftCluster
+
+            quorum = KraftCluster(self).quorum()
+            return [probes.status_row(node, spec, self.is_alive(name), None, None, quorum)
+                    for name, node in self.nodes.items()]
         controller = self._controller_id()
         members = probes.ensemble_roles(",".join(f"{z.host}:{z.client_port}" for z in spec.zookeepers
                                                  if self.is_alive(z.name)))
@@ -358,6 +380,10 @@ class Sandbox:
             self._launch_zookeeper(node, spec, self.dist)
             if wait:
                 self.wait_zookeeper([name], timeout_s=90)
+        elif node.kind == "controller" and spec.kraft:  # a native KRaft sandbox's controller
+            from migrate.sandbox.kraft_cluster import KraftCluster
+
+            KraftCluster(self).start_controller(node.id, wait=wait)
         elif node.kind == "controller":  # a KRaft controller (sandbox add-controllers)
             from migrate.sandbox.kraft import KraftSandbox
 
@@ -368,7 +394,8 @@ class Sandbox:
         else:
             from migrate.sandbox.kraft import is_kraft_broker
 
-            kraft_broker = (Path(node.dir) / "server.properties").exists() and is_kraft_broker(self.broker_properties(node.id))
+            kraft_broker = spec.kraft or ((Path(node.dir) / "server.properties").exists()
+                                          and is_kraft_broker(self.broker_properties(node.id)))
             if not kraft_broker:
                 probes.wait_registration_gone(self.zookeeper_connect(chroot=True), node.id)
             self._launch_broker(node, spec, self.broker_dist(node.id))

@@ -38,6 +38,7 @@ def check_ports(spec: SandboxSpec) -> None:
     """BadInput naming the first address of ``spec`` something already listens on."""
     wanted = [(z.host, p) for z in spec.zookeepers for p in (z.client_port, z.quorum_port, z.election_port)]
     wanted += [(b.host, b.port) for b in spec.brokers]
+    wanted += [(c.host, c.port) for c in spec.controllers]
     for host, port in wanted:
         if not port_free(host, port):
             raise BadInput(
@@ -87,11 +88,20 @@ def write_broker_files(home: Path, b: BrokerNode, zookeeper_connect: str, spec: 
 def broker_command(home: Path, spec: SandboxSpec, dist: Distribution, sec: SandboxSecurity | None) -> list[str]:
     """The command line of the broker in ``home``: the client compiler only (a sandbox broker lives minutes and
     moves megabytes: C2's compilations cost more CPU than they save) and the class-data-sharing archive."""
+    return kafka_server_command(home, spec.kafka_heap_mb, dist, sec.broker_jvm_options() if sec else [])
+
+
+def kafka_server_command(home: Path, heap_mb: int, dist: Distribution, extra: list[str] | None = None) -> list[str]:
+    """The command line of the Kafka server (broker or KRaft controller) in ``home`` with a heap of ``heap_mb``:
+    its ``server.properties``, and its logging config for its release (``log4j.properties``, or from Kafka 4.0
+    ``log4j2.properties``: ``kraft_layout.logging_file``)."""
+    from migrate.sandbox.kraft_layout import logging_file, logging_options
+
     opts = [
-        f"-Xmx{spec.kafka_heap_mb}m", f"-Xms{spec.kafka_heap_mb}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+        f"-Xmx{heap_mb}m", f"-Xms{heap_mb}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
         "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
-        f"-Dlog4j.configuration=file:{home / 'log4j.properties'}", f"-Dkafka.logs.dir={home}",
-        *(sec.broker_jvm_options() if sec else []),
+        *logging_options(dist.kafka_version, str(home / logging_file(dist.kafka_version))), f"-Dkafka.logs.dir={home}",
+        *(extra or []),
     ]
     return dist.java_command(KAFKA_MAIN, [str(home / "server.properties")], opts, class_data=True)
 

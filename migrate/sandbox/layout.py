@@ -2,7 +2,9 @@
 
 Node addresses: the i-th ZooKeeper server and the i-th broker (1-based, in the order given,
 spares after the originals) listen on ``<ip_prefix>.i``, so configs read like a multi-host
-cluster with one ZooKeeper server and one broker per host.
+cluster with one ZooKeeper server and one broker per host. A native KRaft sandbox (``controller_ids``
+given, no ZooKeeper) puts its i-th KRaft controller on ``<ip_prefix>.i`` too, port :data:`CONTROLLER_PORT`
+(its configs: ``migrate.sandbox.kraft_layout``).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from migrate.adapters.jars import KAFKA_VERSION, ZOOKEEPER_VERSION
-from migrate.core.versions import check_kafka_version, check_zookeeper_version
+from migrate.core.versions import check_kafka_version, check_kraft_kafka_version, check_zookeeper_version
 from migrate.errors import BadInput
 
 CONTROLLER_PORT = 9093  # the controller listener of a KRaft controller (migrate.sandbox.kraft), on its own address
@@ -67,6 +69,25 @@ class BrokerNode:
 
 
 @dataclass(frozen=True)
+class ControllerNode:
+    """A KRaft controller of a native KRaft sandbox; ``spare``: a new controller for a migration, formatted with
+    ``--no-initial-controllers`` and started as an observer of the quorum."""
+
+    id: int
+    host: str
+    port: int
+    spare: bool
+
+    @property
+    def name(self) -> str:
+        return f"controller-{self.id}"
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
 class SandboxSpec:
     """What ``kmigrate sandbox up`` starts."""
 
@@ -89,8 +110,21 @@ class SandboxSpec:
     # brokers on another release than kafka_version ("broker id" -> release): a cluster in the middle of a rolling upgrade
     broker_kafka_versions: dict[str, str] = field(default_factory=dict)
     zookeeper_tls: bool = False  # also a TLS secureClientPort (client port + 1) on every ZooKeeper server
+    # A native KRaft sandbox (``sandbox up --kraft``): these controllers, no ZooKeeper at all (zookeeper_ids empty)
+    controller_ids: tuple[int, ...] = ()
+    spare_controller_ids: tuple[int, ...] = ()  # formatted with --no-initial-controllers, started as observers
+    static_quorum: bool = False  # controller.quorum.voters (kraft.version 0), not a dynamic quorum (KIP-853)
+    controller_heap_mb: int = 256
+
+    @property
+    def kraft(self) -> bool:
+        """True for a native KRaft sandbox: KRaft controllers and brokers, no ZooKeeper."""
+        return bool(self.controller_ids)
 
     def __post_init__(self) -> None:
+        if self.kraft or self.spare_controller_ids:
+            self._check_kraft()
+            return
         zk = self.zookeeper_ids + self.spare_zookeeper_ids
         brokers = self.broker_ids + self.spare_broker_ids
         if not self.zookeeper_ids:
@@ -110,9 +144,7 @@ class SandboxSpec:
             )
         if max(len(zk), len(brokers)) > 254:
             raise BadInput("a sandbox has at most 254 nodes of each kind (one loopback address each)")
-        parts = self.ip_prefix.split(".")
-        if len(parts) != 3 or parts[0] != "127" or not all(p.isdigit() and 0 <= int(p) <= 255 for p in parts):
-            raise BadInput(f"--ip-prefix {self.ip_prefix!r} must be three octets of the loopback range, like 127.0.0")
+        self._check_prefix()
         if self.security not in ("plaintext", "sasl_plaintext", "sasl_ssl", "mtls"):
             raise BadInput(f"--security {self.security!r}: choose one of plaintext, sasl_plaintext, sasl_ssl, mtls")
         if self.zookeeper_tls and self.security not in ("sasl_ssl", "mtls"):
@@ -125,6 +157,50 @@ class SandboxSpec:
             check_kafka_version(v, f"--broker-kafka-version {b}=")
         if self.chroot and (not self.chroot.startswith("/") or self.chroot.endswith("/")):
             raise BadInput(f"--chroot {self.chroot!r} must start with / and not end with /, like /kafka")
+
+    def _check_kraft(self) -> None:
+        """The checks of a native KRaft sandbox: controllers and brokers share one id space (``node.id``)."""
+        if not self.controller_ids:
+            raise BadInput("spare controllers need at least one controller: use --controllers 1 or more")
+        if self.zookeeper_ids or self.spare_zookeeper_ids or self.chroot or self.zookeeper_tls:
+            raise BadInput("a KRaft sandbox (--kraft) has no ZooKeeper: leave out --zookeepers, --chroot and --zookeeper-tls")
+        if self.security != "plaintext":
+            raise BadInput(f"--security {self.security}: a KRaft sandbox (--kraft) is plaintext only")
+        if self.spare_broker_ids and not self.broker_ids:
+            raise BadInput("spare brokers need at least one broker: use --brokers 1 or more")
+        controllers = self.controller_ids + self.spare_controller_ids
+        brokers = self.broker_ids + self.spare_broker_ids
+        nodes = controllers + brokers
+        if len(set(nodes)) != len(nodes):
+            raise BadInput(f"node ids repeat in controllers {list(controllers)} and brokers {list(brokers)}: in KRaft "
+                           "controllers and brokers share one node.id space, give each node its own id")
+        bad = [i for i in nodes if i < 0]
+        if bad:
+            raise BadInput(f"node id {bad[0]} is out of range: node ids are >= 0")
+        if max(len(controllers), len(brokers)) > 254:
+            raise BadInput("a sandbox has at most 254 nodes of each kind (one loopback address each)")
+        self._check_prefix()
+        check_kraft_kafka_version(self.kafka_version)
+        for b, v in self.broker_kafka_versions.items():
+            if not str(b).isdigit() or int(b) not in brokers:
+                raise BadInput(f"--broker-kafka-version {b}={v}: {b} is not a broker id of this sandbox ({list(brokers)})")
+            check_kraft_kafka_version(v, f"--broker-kafka-version {b}=")
+
+    def _check_prefix(self) -> None:
+        parts = self.ip_prefix.split(".")
+        if len(parts) != 3 or parts[0] != "127" or not all(p.isdigit() and 0 <= int(p) <= 255 for p in parts):
+            raise BadInput(f"--ip-prefix {self.ip_prefix!r} must be three octets of the loopback range, like 127.0.0")
+
+    @property
+    def controllers(self) -> tuple[ControllerNode, ...]:
+        """The KRaft controllers of a native KRaft sandbox, spares after the others, the i-th on ``<ip_prefix>.i``."""
+        ids = self.controller_ids + self.spare_controller_ids
+        return tuple(ControllerNode(id=i, host=self.host(pos), port=CONTROLLER_PORT, spare=i in self.spare_controller_ids)
+                     for pos, i in enumerate(ids, start=1))
+
+    def bootstrap_controllers(self, spare: bool | None = None) -> str:
+        """``host:port`` of the controllers (all, or only the spares / only the others)."""
+        return ",".join(c.address for c in self.controllers if spare is None or c.spare == spare)
 
     def kafka_version_of(self, broker_id: int) -> str:
         """The Kafka release broker ``broker_id`` runs."""

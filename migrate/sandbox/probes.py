@@ -145,8 +145,9 @@ def controller_id(zookeeper_connect: str) -> int | None:
 
 
 def status_row(node: NodeState, spec: SandboxSpec, alive: bool, controller: int | None,
-               members: dict[int, str] | None) -> dict:
-    """``sandbox status``'s row of ``node``: name, kind, id, address, pid, running, role (ZooKeeper mode, controller)."""
+               members: dict[int, str] | None, quorum=None) -> dict:
+    """``sandbox status``'s row of ``node``: name, kind, id, address, pid, running, role (ZooKeeper mode, controller;
+    in a native KRaft sandbox, what ``quorum`` (``kraft_cluster.QuorumView``) says of the node)."""
     row = {"name": node.name, "kind": node.kind, "id": node.id, "pid": node.pid if alive else None,
            "running": alive, "spare": node.spare}
     if node.kind == "zookeeper":
@@ -162,12 +163,31 @@ def status_row(node: NodeState, spec: SandboxSpec, alive: bool, controller: int 
         from migrate.sandbox.layout import CONTROLLER_PORT
 
         row["address"] = f"{node.host}:{CONTROLLER_PORT}"
-        row["role"] = "kraft controller" if alive else "stopped"
+        if spec.kraft:
+            row["role"] = kraft_role(node.id, alive, quorum, "controller")
+        else:
+            row["role"] = "kraft controller" if alive else "stopped"
     else:
         row["address"] = f"{node.host}:{spec.kafka_port}"
         row["rack"] = next(b.rack for b in spec.brokers if b.id == node.id)
-        row["role"] = ("controller" if controller == node.id else "broker") if alive else "stopped"
+        if spec.kraft:
+            row["role"] = kraft_role(node.id, alive, quorum, "broker")
+        else:
+            row["role"] = ("controller" if controller == node.id else "broker") if alive else "stopped"
     return row
+
+
+def kraft_role(node_id: int, alive: bool, quorum, kind: str) -> str:
+    """A native KRaft sandbox node's role: ``stopped``, or the quorum's word for it (``leader``, ``voter``,
+    ``observer``; a broker is always an observer), or ``running`` (no leader answers / not listed yet)."""
+    if not alive:
+        return "stopped"
+    role = quorum.role(node_id) if quorum is not None else None
+    if role is None:
+        return "running"
+    if kind == "controller":
+        return {"leader": "controller (leader)", "voter": "controller (voter)", "observer": "controller (observer)"}[role]
+    return "broker"
 
 
 def zookeeper_role(mode: str, server_id: int, joiner: bool, members: dict[int, str] | None) -> str:

@@ -27,12 +27,12 @@ STATE_VERSION = 1
 
 @dataclass
 class NodeState:
-    kind: str  # "zookeeper" | "kafka"
+    kind: str  # "zookeeper" | "kafka" | "controller" (KRaft)
     id: int
     host: str
     dir: str
     pid: int | None = None
-    spare: bool = False  # spare broker / ZooKeeper joiner
+    spare: bool = False  # spare broker / ZooKeeper joiner / spare KRaft controller (an observer)
 
     @property
     def name(self) -> str:
@@ -48,6 +48,9 @@ def read_state(directory: Path) -> tuple[SandboxSpec, dict[str, NodeState]]:
         spec = dict(raw["spec"])
         for key in ("zookeeper_ids", "spare_zookeeper_ids", "broker_ids", "spare_broker_ids"):
             spec[key] = tuple(spec[key])
+        for key in ("controller_ids", "spare_controller_ids"):  # a native KRaft sandbox's (absent from older files)
+            if key in spec:
+                spec[key] = tuple(spec[key])
         return SandboxSpec(**spec), {n["kind"] + "-" + str(n["id"]): NodeState(**n) for n in raw["nodes"]}
     except (ValueError, KeyError, TypeError) as exc:
         raise BadInput(

@@ -21,7 +21,7 @@ from migrate.sandbox.cluster import Sandbox
 from migrate.sandbox.launch import port_free
 from migrate.sandbox.layout import SandboxSpec
 
-PORTS = (2181, 2182, 2888, 3888, 9092)  # 2182: --zookeeper-tls's secureClientPort
+PORTS = (2181, 2182, 2888, 3888, 9092, 9093)  # 2182: --zookeeper-tls's secureClientPort; 9093: KRaft controllers
 
 
 def worker_octets() -> range:
@@ -73,7 +73,8 @@ def running_sandbox(spec_kwargs: dict | None = None, base_dir: str | None = None
     """
     kwargs = dict(spec_kwargs or {})
     count = len(kwargs.get("zookeeper_ids", (1, 2, 3))) + len(kwargs.get("spare_zookeeper_ids", ()))
-    count = max(count, len(kwargs.get("broker_ids", (1, 2, 3))) + len(kwargs.get("spare_broker_ids", ())))
+    count = max(count, len(kwargs.get("broker_ids", (1, 2, 3))) + len(kwargs.get("spare_broker_ids", ())),
+                len(kwargs.get("controller_ids", ())) + len(kwargs.get("spare_controller_ids", ())))
     kwargs.setdefault("ip_prefix", free_ip_prefix(count))
     directory = Path(tempfile.mkdtemp(prefix="kmigrate-sandbox-", dir=base_dir))
     sandbox = Sandbox(directory)

@@ -116,15 +116,17 @@ def _ask_controller(address: str, request, version: int, timeout_s: float,
                     pass
 
 
-def describe_quorum_at_controller(address: str, timeout_s: float = 5.0, settings: ClientSettings | None = None) -> dict | None:
+def describe_quorum_at_controller(address: str, timeout_s: float = 5.0, settings: ClientSettings | None = None,
+                                  version: int = DESCRIBE_QUORUM_VERSION) -> dict | None:
     """DescribeQuorum asked of the controller at ``address`` (``host:port``) itself, connected as ``settings`` say
-    (their security settings; None: PLAINTEXT); None when it does not answer."""
+    (their security settings; None: PLAINTEXT); None when it does not answer. ``version`` 2 (Kafka 3.9+) adds each
+    replica's ``replica_directory_id`` and the voters' endpoints (``nodes``)."""
     from kafka.protocol.admin.cluster import DescribeQuorumRequest
 
     topic = DescribeQuorumRequest.TopicData
     request = DescribeQuorumRequest(topics=[topic(topic_name="__cluster_metadata",
                                                   partitions=[topic.PartitionData(partition_index=0)])])
-    answer = _ask_controller(address, request, DESCRIBE_QUORUM_VERSION, timeout_s, settings)
+    answer = _ask_controller(address, request, version, timeout_s, settings)
     if answer is None:
         return None
     part = answer["topics"][0]["partitions"][0]

@@ -1,0 +1,387 @@
+"""A native KRaft sandbox (``kmigrate sandbox up --kraft``): KRaft controllers and brokers, no ZooKeeper, Kafka
+3.9.x to 4.4.x, each node one detached JVM as in the ZooKeeper sandbox (``migrate.sandbox.cluster``).
+
+``start_all`` formats every node (``kafka-storage format``, Kafka's StorageTool, with the arguments of
+``kraft_layout.format_args``: a fresh cluster id, the first controllers with ``--initial-controllers`` naming the
+directory ids chosen here, the spares with ``-N``), starts the first controllers and waits until DescribeQuorum
+shows a leader and all of them as voters, then the spare controllers until the leader lists them as observers, then
+the brokers until each serves, ``__consumer_offsets`` on them, then the spare brokers (empty). A controller has no
+Metadata API: the quorum is read with DescribeQuorum sent to the controllers themselves
+(``adapters.kafka.quorum.describe_quorum_at_controller``); only the leader answers it.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import javaproperties
+
+from migrate.errors import BadInput, StepFailed
+from migrate.files import write_private
+from migrate.sandbox import kraft_layout as kl
+from migrate.sandbox.layout import CONTROLLER_PORT, SandboxSpec
+from migrate.sandbox.supervisor import NodeState
+from migrate.waiting import wait_until
+
+CONTROLLER_KIND = "controller"
+DESCRIBE_QUORUM_V2 = 2  # 3.9+: each replica's directory id
+
+
+def random_uuid() -> str:
+    """A random Kafka uuid (cluster id, directory id) in Kafka's text form (``kraft_layout.kafka_uuid``)."""
+    while True:
+        raw = os.urandom(16)
+        if kl.usable_uuid(raw):
+            return kl.kafka_uuid(raw)
+
+
+def uuid_text(value: Any) -> str | None:
+    """A directory id as kafka-python decodes it (``uuid.UUID``, bytes or text) in Kafka's text form; None for none
+    (Kafka's ZERO uuid: a replica that did not send one).
+
+    >>> uuid_text(uuid.UUID(bytes=bytes(range(16)))), uuid_text(uuid.UUID(int=0)), uuid_text("AAECAwQFBgcICQoLDA0ODw")
+    ('AAECAwQFBgcICQoLDA0ODw', None, 'AAECAwQFBgcICQoLDA0ODw')
+    """
+    if value is None:
+        return None
+    if isinstance(value, uuid.UUID):
+        raw = value.bytes
+    elif isinstance(value, (bytes, bytearray)) and len(value) == 16:
+        raw = bytes(value)
+    else:
+        text = str(value)
+        try:
+            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        except ValueError:
+            return text
+        if len(raw) != 16:
+            return text
+    return None if raw == bytes(16) else kl.kafka_uuid(raw)
+
+
+@dataclass(frozen=True)
+class Replica:
+    id: int
+    directory_id: str | None
+    log_end_offset: int
+    last_fetch_ms: int
+    last_caught_up_ms: int
+
+
+@dataclass(frozen=True)
+class QuorumView:
+    """DescribeQuorum's answer, as the sandbox reads it."""
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[Replica, ...]
+    observers: tuple[Replica, ...]
+
+    @property
+    def voter_ids(self) -> list[int]:
+        return sorted(r.id for r in self.voters)
+
+    @property
+    def observer_ids(self) -> list[int]:
+        return sorted(r.id for r in self.observers)
+
+    def replica(self, node_id: int) -> Replica | None:
+        return next((r for r in self.voters + self.observers if r.id == node_id), None)
+
+    def role(self, node_id: int) -> str | None:
+        """``leader``, ``voter``, ``observer``, or None when the quorum does not list the node."""
+        if node_id == self.leader_id:
+            return "leader"
+        if any(r.id == node_id for r in self.voters):
+            return "voter"
+        if any(r.id == node_id for r in self.observers):
+            return "observer"
+        return None
+
+
+def parse_quorum(answer: dict) -> QuorumView:
+    """A :class:`QuorumView` of DescribeQuorum's answer (kafka-python's ``to_dict``, v0..2).
+
+    >>> a = {"topics": [{"partitions": [{"leader_id": 3001, "leader_epoch": 2, "high_watermark": 90,
+    ...      "current_voters": [{"replica_id": 3000, "replica_directory_id": uuid.UUID(int=5), "log_end_offset": 90,
+    ...      "last_fetch_timestamp": 7, "last_caught_up_timestamp": 7}, {"replica_id": 3001, "log_end_offset": 90}],
+    ...      "observers": [{"replica_id": 1, "log_end_offset": 88}]}]}]}
+    >>> q = parse_quorum(a)
+    >>> q.voter_ids, q.observer_ids, q.role(3001), q.role(3000), q.role(1), q.replica(3000).directory_id
+    ([3000, 3001], [1], 'leader', 'voter', 'observer', 'AAAAAAAAAAAAAAAAAAAABQ')
+    """
+    part = answer["topics"][0]["partitions"][0]
+
+    def replicas(key: str) -> tuple[Replica, ...]:
+        return tuple(Replica(int(r["replica_id"]), uuid_text(r.get("replica_directory_id")), int(r.get("log_end_offset", -1)),
+                             int(r.get("last_fetch_timestamp", -1) or -1), int(r.get("last_caught_up_timestamp", -1) or -1))
+                     for r in part.get(key) or [])
+
+    return QuorumView(int(part["leader_id"]), int(part.get("leader_epoch", -1)), int(part.get("high_watermark", -1)),
+                      replicas("current_voters"), replicas("observers"))
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    with open(path) as f:
+        return dict(javaproperties.load(f))
+
+
+class KraftCluster:
+    """The native KRaft side of a sandbox (``sandbox``: a :class:`migrate.sandbox.Sandbox` whose spec is ``kraft``)."""
+
+    def __init__(self, sandbox: Any):
+        self.sandbox = sandbox
+
+    @property
+    def spec(self) -> SandboxSpec:
+        spec = self.sandbox._require()
+        if not spec.kraft:
+            raise BadInput(f"the sandbox in {self.sandbox.dir} is not a KRaft one: start one with kmigrate sandbox up --kraft")
+        return spec
+
+    @property
+    def controllers(self) -> list[NodeState]:
+        return [n for n in self.sandbox.nodes.values() if n.kind == CONTROLLER_KIND]
+
+    # ------------------------------------------------------------------ files
+    def _home(self, name: str) -> Path:
+        return Path(self.sandbox.node(name).dir)
+
+    def _version_of(self, node: NodeState) -> str:
+        return self.spec.kafka_version_of(node.id) if node.kind == "kafka" else self.spec.kafka_version
+
+    def _dist_of(self, node: NodeState):
+        return self.sandbox.broker_dist(node.id) if node.kind == "kafka" else self.sandbox.dist
+
+    def _write(self, node: NodeState, props: dict[str, str]) -> None:
+        home = Path(node.dir)
+        home.mkdir(parents=True, exist_ok=True)
+        write_private(home / "server.properties", javaproperties.dumps(props, timestamp=False, sort_keys=False))
+        version = self._version_of(node)
+        log = str(home / "server.log")
+        text = kl.log4j2_properties(log) if kl.logging_file(version) == "log4j2.properties" else _log4j(log)
+        (home / kl.logging_file(version)).write_text(text)
+
+    def _render(self, node: NodeState) -> dict[str, str]:
+        spec = self.spec
+        home = Path(node.dir)
+        if node.kind == CONTROLLER_KIND:
+            c = next(c for c in spec.controllers if c.id == node.id)
+            return kl.controller_properties(spec, c, str(home / "metadata"))
+        b = next(b for b in spec.brokers if b.id == node.id)
+        return kl.broker_properties(spec, b, str(home / "data"))
+
+    def _format(self, node: NodeState, cluster_id: str, directory_ids: dict[int, str]) -> None:
+        home = Path(node.dir)
+        args = kl.format_args(self.spec, node.id, cluster_id, str(home / "server.properties"), directory_ids)
+        version = self._version_of(node)
+        dist = self._dist_of(node)
+        command = dist.java_command(kl.STORAGE_TOOL, args, [
+            "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            *kl.logging_options(version, str(home / kl.logging_file(version)))])
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=180)
+        if proc.returncode != 0:
+            raise StepFailed(f"kafka-storage format of {node.name} failed: {(proc.stderr or proc.stdout).strip()[-400:]}")
+
+    def cluster_id(self) -> str:
+        """The cluster id the nodes were formatted with (``meta.properties`` of a controller)."""
+        for node in self.controllers:
+            meta = Path(node.dir) / "metadata" / "meta.properties"
+            if meta.exists():
+                return read_properties(meta)["cluster.id"]
+        raise BadInput("no controller of this sandbox is formatted: start it with kmigrate sandbox up --kraft")
+
+    def directory_id(self, controller_id: int) -> str:
+        """The ``directory.id`` a controller was formatted with (its ``meta.properties``)."""
+        meta = self._home(f"{CONTROLLER_KIND}-{controller_id}") / "metadata" / "meta.properties"
+        return read_properties(meta)["directory.id"]
+
+    # ---------------------------------------------------------------- processes
+    def _launch(self, node: NodeState) -> None:
+        from migrate.sandbox import launch
+
+        heap = self.spec.controller_heap_mb if node.kind == CONTROLLER_KIND else self.spec.kafka_heap_mb
+        self.sandbox._spawn(node, launch.kafka_server_command(Path(node.dir), heap, self._dist_of(node)))
+
+    def start_all(self, progress: Callable[[str], None] = lambda msg: None, timeout_s: float = 180) -> None:
+        """Format and start every node of the sandbox (its nodes already recorded), waiting for each step."""
+        spec = self.spec
+        nodes = self.sandbox.nodes
+        cluster_id = random_uuid()
+        directory_ids = {c.id: random_uuid() for c in kl.voters(spec)}
+        everyone = [nodes[c.name] for c in spec.controllers] + [nodes[b.name] for b in spec.brokers]
+        progress(f"formatting {len(everyone)} nodes with cluster id {cluster_id}"
+                 f" ({'static quorum' if spec.static_quorum else 'dynamic quorum'})")
+        for node in everyone:
+            self._write(node, self._render(node))
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            list(pool.map(lambda n: self._format(n, cluster_id, directory_ids), everyone))
+        first = [nodes[c.name] for c in kl.voters(spec)]
+        progress(f"starting controllers {[n.id for n in first]}")
+        for node in first:
+            self._launch(node)
+        self.wait_quorum(timeout_s, progress)
+        spares = [nodes[c.name] for c in spec.controllers if c.spare]
+        if spares:
+            progress(f"starting spare controllers {[n.id for n in spares]} (observers)")
+            for node in spares:
+                self._launch(node)
+            self.wait_listed([n.id for n in spares], timeout_s)
+        old = [nodes[b.name] for b in spec.brokers if not b.spare]
+        if not old:
+            return
+        progress(f"starting brokers {[n.id for n in old]}")
+        for node in old:
+            self._launch(node)
+        self.wait_brokers(old, timeout_s)
+        from migrate.sandbox import probes
+
+        probes.create_offsets_topic(spec.bootstrap_servers(spare=False), {})
+        new = [nodes[b.name] for b in spec.brokers if b.spare]
+        if new:
+            progress(f"starting spare brokers {[n.id for n in new]}")
+            for node in new:
+                self._launch(node)
+            self.wait_brokers(new, timeout_s)
+
+    def wait_brokers(self, nodes: list[NodeState], timeout_s: float = 180) -> None:
+        from migrate.sandbox import probes
+
+        probes.wait_serving(nodes, self.spec, {}, self.sandbox.processes.is_alive, timeout_s)
+
+    # ------------------------------------------------------------------ quorum
+    def quorum(self, timeout_s: float = 3.0) -> QuorumView | None:
+        """DescribeQuorum (v2) from whichever running controller answers it (the leader), or None."""
+        from migrate.adapters.kafka.quorum import describe_quorum_at_controller
+
+        for node in self.controllers:
+            if not self.sandbox.is_alive(node.name):
+                continue
+            answer = describe_quorum_at_controller(f"{node.host}:{CONTROLLER_PORT}", timeout_s,
+                                                   version=DESCRIBE_QUORUM_V2)
+            if answer is not None:
+                return parse_quorum(answer)
+        return None
+
+    def _check_alive(self, nodes: list[NodeState]) -> None:
+        for node in nodes:
+            if not self.sandbox.is_alive(node.name):
+                raise StepFailed(f"{node.name} exited while starting: see {node.dir}/server.log")
+
+    def wait_quorum(self, timeout_s: float = 180, progress: Callable[[str], None] = lambda msg: None) -> QuorumView:
+        """Wait until a leader answers DescribeQuorum with every first controller as a voter."""
+        wanted = sorted(c.id for c in kl.voters(self.spec))
+        first = [n for n in self.controllers if n.id in wanted]
+        seen: list[QuorumView | None] = [None]
+
+        def formed() -> QuorumView | None:
+            self._check_alive(first)
+            seen[0] = view = self.quorum()
+            return view if view is not None and view.leader_id >= 0 and view.voter_ids == wanted else None
+
+        return wait_until(formed, timeout_s=timeout_s, interval_s=0.5, what="the KRaft quorum", on_timeout=lambda: StepFailed(
+            f"no KRaft quorum of {wanted} after {timeout_s:.0f} s (last seen: {seen[0]}): see the controllers' server.log"))
+
+    def wait_listed(self, ids: list[int], timeout_s: float = 120, since_ms: int = 0) -> QuorumView:
+        """Wait until the leader lists each of ``ids`` (voter or observer) as having fetched since ``since_ms``
+        (wall clock, ms) and caught up to the high watermark, or it is the leader itself."""
+        nodes = [self.sandbox.node(f"{CONTROLLER_KIND}-{i}") for i in ids]
+        seen: list[QuorumView | None] = [None]
+
+        def listed() -> QuorumView | None:
+            self._check_alive(nodes)
+            seen[0] = view = self.quorum()
+            if view is None or view.leader_id < 0:
+                return None
+            for i in ids:
+                if i == view.leader_id:
+                    continue
+                r = view.replica(i)
+                if r is None or r.last_fetch_ms < since_ms or r.log_end_offset < view.high_watermark:
+                    return None
+            return view
+
+        return wait_until(listed, timeout_s=timeout_s, interval_s=0.5, what="controllers in the quorum",
+                          on_timeout=lambda: StepFailed(f"controllers {ids} not caught up in the quorum after "
+                                                        f"{timeout_s:.0f} s (last seen: {seen[0]}): see their server.log"))
+
+    # ---------------------------------------------------------------- restarts
+    def start_controller(self, controller_id: int, wait: bool = True, timeout_s: float = 120) -> None:
+        """Start a stopped controller with its files; with ``wait``, until the leader lists it caught up."""
+        node = self.sandbox.node(f"{CONTROLLER_KIND}-{controller_id}")
+        if self.sandbox.is_alive(node.name):
+            raise BadInput(f"{node.name} is already running (pid {node.pid})")
+        since_ms = int(time.time() * 1000)
+        self._launch(node)
+        if wait:
+            self.wait_listed([controller_id], timeout_s, since_ms=since_ms)
+
+    def restart_controller(self, controller_id: int, timeout_s: float = 120) -> QuorumView:
+        """Stop one controller and start it again with its files; return once the leader (maybe another one: a
+        stopped leader resigns) lists it as fetching again and caught up."""
+        name = f"{CONTROLLER_KIND}-{controller_id}"
+        self.sandbox.node(name)
+        self.sandbox.stop(name)
+        self.start_controller(controller_id, wait=False)
+        since_ms = int(time.time() * 1000)
+        return self.wait_listed([controller_id], timeout_s, since_ms=since_ms - 1000)
+
+    # ---------------------------------------------------------------- playbook
+    def playbook(self, throttle: str = "50MB/s") -> str:
+        """A playbook for the sandbox: its brokers to its spare brokers (in id order; kept without spares), no
+        ``zookeeper:`` section; its controllers named in a comment."""
+        return kraft_playbook(self.spec, throttle)
+
+
+def kraft_playbook(spec: SandboxSpec, throttle: str = "50MB/s") -> str:
+    """A native KRaft sandbox's playbook (pure): brokers old -> spare ones one to one (kept when there are no
+    spares, or not as many), no ``zookeeper:`` section.
+
+    >>> print(kraft_playbook(kl.kraft_spec((3000,), (1, 2), spare_controller_ids=(3001,), spare_broker_ids=(3, 4))))
+    # Written by kmigrate sandbox up --kraft: a KRaft cluster (no ZooKeeper), brokers 1,2 -> 3,4.
+    # Controllers (port 9093): voters 3000, spares (observers) 3001; dynamic quorum (kraft.version 1).
+    kafka:
+      bootstrap_servers: "127.0.0.1:9092,127.0.0.2:9092"
+    brokers:
+      mapping: {1: 3, 2: 4}
+      new:
+        3: {availability_domain: AD-3, fault_domain: FD-1}
+        4: {availability_domain: AD-1, fault_domain: FD-2}
+    migration:
+      throttle: 50MB/s
+    <BLANKLINE>
+    """
+    old = [b for b in spec.brokers if not b.spare]
+    new = [b for b in spec.brokers if b.spare]
+    ids = lambda nodes: ",".join(str(n.id) for n in nodes)  # noqa: E731
+    if new and len(new) == len(old):
+        what = f"brokers {ids(old)} -> {ids(new)}"
+        brokers = ("brokers:\n  mapping: {" + ", ".join(f"{o.id}: {n.id}" for o, n in zip(old, new)) + "}\n  new:\n"
+                   + "\n".join(f"    {b.id}: {{availability_domain: {b.rack.split('/')[0]}, fault_domain: {b.rack.split('/')[1]}}}"
+                               for b in new) + "\n")
+    else:
+        what = f"brokers {ids(old)} kept"
+        brokers = f"brokers:\n  keep: [{', '.join(str(b.id) for b in old)}]\n"
+    voters = [c for c in spec.controllers if not c.spare]
+    spares = [c for c in spec.controllers if c.spare]
+    quorum = "static quorum (kraft.version 0)" if spec.static_quorum else "dynamic quorum (kraft.version 1)"
+    return (f"# Written by kmigrate sandbox up --kraft: a KRaft cluster (no ZooKeeper), {what}.\n"
+            f"# Controllers (port {CONTROLLER_PORT}): voters {ids(voters)}"
+            + (f", spares (observers) {ids(spares)}" if spares else "") + f"; {quorum}.\n"
+            f'kafka:\n  bootstrap_servers: "{spec.bootstrap_servers(spare=False)}"\n'
+            + brokers + f"migration:\n  throttle: {throttle}\n")
+
+
+def _log4j(log_file: str) -> str:
+    from migrate.sandbox.layout import log4j_properties
+
+    return log4j_properties(log_file)
