@@ -36,6 +36,12 @@ KAFKA_TOOLS = {
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
 }
 
+# Tools whose main class moved to the kafka-tools jar in Kafka 4 (checked on 4.4.0's jars)
+KAFKA4_TOOLS = {
+    "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "kafka-configs": "org.apache.kafka.tools.ConfigCommand",
+}
+
 KAFKA_MAIN = "kafka.Kafka"
 MIRROR_MAKER_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
 ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
@@ -112,7 +118,8 @@ class Distribution:
         if tool not in KAFKA_TOOLS:
             raise BadInput(f"unknown Kafka tool {tool!r}: choose one of {', '.join(sorted(KAFKA_TOOLS))}")
         opts = jvm_opts or ["-Xmx512m", *self.quiet_logging()]
-        return self.java_command(KAFKA_TOOLS[tool], args, opts)
+        main = KAFKA4_TOOLS.get(tool, KAFKA_TOOLS[tool]) if self.log4j2 else KAFKA_TOOLS[tool]
+        return self.java_command(main, args, opts)
 
 
 def _quiet_log4j2(directory: Path) -> Path:

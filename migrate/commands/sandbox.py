@@ -165,9 +165,9 @@ def _up_kraft(brokers, spare_brokers, broker_ids, spare_broker_ids, controllers,
             sandbox.up(spec, progress=lambda msg: status.update(msg))
     else:
         sandbox.up(spec)
-    from migrate.sandbox.kraft_cluster import KraftCluster
+    from migrate.sandbox.kraft_cluster import PLAYBOOK_FILE, KraftCluster
 
-    playbook = sandbox.dir / "playbook.yaml"
+    playbook = sandbox.dir / PLAYBOOK_FILE
     playbook.write_text(KraftCluster(sandbox).playbook())
     elapsed = time.monotonic() - started
     if output == OutputFormat.json:

@@ -22,6 +22,7 @@ from migrate.adapters.jars import KAFKA_VERSION, ZOOKEEPER_VERSION, Distribution
 from migrate.errors import BadInput
 from migrate.sandbox import launch, probes
 from migrate.sandbox import security as sandbox_security
+from migrate.sandbox.kraft_cluster import KraftCluster
 from migrate.sandbox.layout import BrokerNode, SandboxSpec, ZkNode
 from migrate.sandbox.security import SandboxSecurity
 from migrate.sandbox.supervisor import STATE_FILE, NodeProcesses, NodeState, read_state, write_state
@@ -152,21 +153,14 @@ class Sandbox:
                                     [(z.id, z.host) for z in spec.zookeepers] if spec.zookeeper_tls else [])
         for z in spec.zookeepers:
             self.nodes[z.name] = NodeState("zookeeper", z.id, z.host, str(self.dir / z.name), spare=z.joiner)
+        for c in spec.controllers:  # a native KRaft sandbox's, listed first as ZooKeeper's
+            self.nodes[c.name] = NodeState("controller", c.id, c.host, str(self.dir / c.name), spare=c.spare)
         for b in spec.brokers:
             self.nodes[b.name] = NodeState("kafka", b.id, b.host, str(self.dir / b.name), spare=b.spare)
-        for c in spec.controllers:  # a native KRaft sandbox's
-            self.nodes[c.name] = NodeState("controller", c.id, c.host, str(self.dir / c.name), spare=c.spare)
         self._save()
-        if spec.kraft:
-            from migrate.sandbox.kraft_cluster import KraftCluster
-
-            try:
-                KraftCluster(self).start_all(progress)
-            except BaseException:
-                self.down()
-                raise
-            return
         try:
+            if spec.kraft:  # a native KRaft sandbox: controllers and brokers (migrate.sandbox.kraft_cluster)
+                return KraftCluster(self).start_all(progress)
             voters = spec.voters()
             progress(f"starting ZooKeeper voters {[z.id for z in voters]}")
             for z in voters:
@@ -303,10 +297,7 @@ class Sandbox:
             "KMIGRATE_SANDBOX_DIR": str(self.dir),
         }
         if spec.kraft:  # no ZooKeeper: the controllers instead (kafka-metadata-quorum --bootstrap-controller)
-            del env["ZOOKEEPER_CONNECT"]
-            env["KAFKA_BOOTSTRAP_CONTROLLERS"] = spec.bootstrap_controllers(spare=False)
-            env["KAFKA_NEW_BOOTSTRAP_CONTROLLERS"] = spec.bootstrap_controllers(spare=True)
-            env["KMIGRATE_PLAYBOOK"] = str(self.dir / "playbook.yaml")
+            return KraftCluster(self).env(env)
         sec = self.security
         if sec is not None:  # paths only: the files hold the secrets (mode 0600)
             env["KMIGRATE_COMMAND_CONFIG"] = str(sec.properties_file("kmigrate"))
@@ -330,11 +321,7 @@ class Sandbox:
         """One row per node: name, kind, id, address, pid, running, role (ZooKeeper mode, controller)."""
         spec = self._require()
         if spec.kraft:  # the roles DescribeQuorum gives (leader, voter, observer)
-            from migrate.sandbox.kraft_cluster import KraftCluster
-
-            quorum = KraftCluster(self).quorum()
-            return [probes.status_row(node, spec, self.is_alive(name), None, None, quorum)
-                    for name, node in self.nodes.items()]
+            return KraftCluster(self).status()
         controller = self._controller_id()
         members = probes.ensemble_roles(",".join(f"{z.host}:{z.client_port}" for z in spec.zookeepers
                                                  if self.is_alive(z.name)))
@@ -381,8 +368,6 @@ class Sandbox:
             if wait:
                 self.wait_zookeeper([name], timeout_s=90)
         elif node.kind == "controller" and spec.kraft:  # a native KRaft sandbox's controller
-            from migrate.sandbox.kraft_cluster import KraftCluster
-
             KraftCluster(self).start_controller(node.id, wait=wait)
         elif node.kind == "controller":  # a KRaft controller (sandbox add-controllers)
             from migrate.sandbox.kraft import KraftSandbox

@@ -33,6 +33,7 @@ from migrate.waiting import wait_until
 
 CONTROLLER_KIND = "controller"
 DESCRIBE_QUORUM_V2 = 2  # 3.9+: each replica's directory id
+PLAYBOOK_FILE = "playbook.yaml"  # written by sandbox up --kraft in the sandbox directory
 
 
 def random_uuid() -> str:
@@ -49,6 +50,8 @@ def uuid_text(value: Any) -> str | None:
 
     >>> uuid_text(uuid.UUID(bytes=bytes(range(16)))), uuid_text(uuid.UUID(int=0)), uuid_text("AAECAwQFBgcICQoLDA0ODw")
     ('AAECAwQFBgcICQoLDA0ODw', None, 'AAECAwQFBgcICQoLDA0ODw')
+    >>> uuid_text("00010203-0405-0607-0809-0a0b0c0d0e0f"), uuid_text("00000000-0000-0000-0000-000000000000")
+    ('AAECAwQFBgcICQoLDA0ODw', None)
     """
     if value is None:
         return None
@@ -56,14 +59,17 @@ def uuid_text(value: Any) -> str | None:
         raw = value.bytes
     elif isinstance(value, (bytes, bytearray)) and len(value) == 16:
         raw = bytes(value)
-    else:
+    else:  # kafka-python 3.0 gives the hex form ("a9d3c972-0219-8ad0-c44b-0fd15aef9fde"); Kafka's own is base64
         text = str(value)
         try:
-            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+            raw = uuid.UUID(text).bytes
         except ValueError:
-            return text
-        if len(raw) != 16:
-            return text
+            try:
+                raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+            except ValueError:
+                return text
+            if len(raw) != 16:
+                return text
     return None if raw == bytes(16) else kl.kafka_uuid(raw)
 
 
@@ -334,6 +340,23 @@ class KraftCluster:
         self.start_controller(controller_id, wait=False)
         since_ms = int(time.time() * 1000)
         return self.wait_listed([controller_id], timeout_s, since_ms=since_ms - 1000)
+
+    # ------------------------------------------------------------- status, env
+    def status(self) -> list[dict]:
+        """``sandbox status``'s rows, each node's role as DescribeQuorum gives it (leader, voter, observer)."""
+        from migrate.sandbox import probes
+
+        quorum = self.quorum()
+        return [probes.status_row(node, self.spec, self.sandbox.is_alive(name), None, None, quorum)
+                for name, node in self.sandbox.nodes.items()]
+
+    def env(self, env: dict[str, str]) -> dict[str, str]:
+        """``sandbox env`` without ZooKeeper: the controllers (``--bootstrap-controller``) and the playbook instead."""
+        env = {k: v for k, v in env.items() if k != "ZOOKEEPER_CONNECT"}
+        env["KAFKA_BOOTSTRAP_CONTROLLERS"] = self.spec.bootstrap_controllers(spare=False)
+        env["KAFKA_NEW_BOOTSTRAP_CONTROLLERS"] = self.spec.bootstrap_controllers(spare=True)
+        env["KMIGRATE_PLAYBOOK"] = str(self.sandbox.dir / PLAYBOOK_FILE)
+        return env
 
     # ---------------------------------------------------------------- playbook
     def playbook(self, throttle: str = "50MB/s") -> str:
