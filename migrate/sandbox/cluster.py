@@ -425,6 +425,7 @@ class Sandbox:
         """Stop every node this sandbox started (brokers, then KRaft controllers, then ZooKeeper); return the pids stopped."""
         if not self.exists:
             return []
+        self._load()  # the pids on disk: another process (a restart command) may have started a node since
         target = self.target
         stopped = target.down() if target is not None else []  # sandbox up --target-cluster
         alive = [n for n in self.nodes if self.is_alive(n)]

@@ -146,6 +146,7 @@ class KraftCluster:
 
     def __init__(self, sandbox: Any):
         self.sandbox = sandbox
+        self._started_ms = 0  # when start_controller last launched one (wall clock, ms)
 
     @property
     def spec(self) -> SandboxSpec:
@@ -298,8 +299,8 @@ class KraftCluster:
             f"no KRaft quorum of {wanted} after {timeout_s:.0f} s (last seen: {seen[0]}): see the controllers' server.log"))
 
     def wait_listed(self, ids: list[int], timeout_s: float = 120, since_ms: int = 0) -> QuorumView:
-        """Wait until the leader lists each of ``ids`` (voter or observer) as having fetched since ``since_ms``
-        (wall clock, ms) and caught up to the high watermark, or it is the leader itself."""
+        """Wait until the leader lists each of ``ids`` (voter or observer) as caught up since ``since_ms`` (wall
+        clock, ms: its ``lastCaughtUpTimestamp``, Kafka's own word for it), or it is the leader itself."""
         nodes = [self.sandbox.node(f"{CONTROLLER_KIND}-{i}") for i in ids]
         seen: list[QuorumView | None] = [None]
 
@@ -312,7 +313,7 @@ class KraftCluster:
                 if i == view.leader_id:
                     continue
                 r = view.replica(i)
-                if r is None or r.last_fetch_ms < since_ms or r.log_end_offset < view.high_watermark:
+                if r is None or r.last_fetch_ms < since_ms or r.last_caught_up_ms < since_ms:
                     return None
             return view
 
@@ -326,20 +327,19 @@ class KraftCluster:
         node = self.sandbox.node(f"{CONTROLLER_KIND}-{controller_id}")
         if self.sandbox.is_alive(node.name):
             raise BadInput(f"{node.name} is already running (pid {node.pid})")
-        since_ms = int(time.time() * 1000)
+        since_ms = self._started_ms = int(time.time() * 1000)  # not running now: what the leader sees after is the new one
         self._launch(node)
         if wait:
             self.wait_listed([controller_id], timeout_s, since_ms=since_ms)
 
     def restart_controller(self, controller_id: int, timeout_s: float = 120) -> QuorumView:
         """Stop one controller and start it again with its files; return once the leader (maybe another one: a
-        stopped leader resigns) lists it as fetching again and caught up."""
+        stopped leader resigns) lists it as fetching again and caught up since it started."""
         name = f"{CONTROLLER_KIND}-{controller_id}"
         self.sandbox.node(name)
         self.sandbox.stop(name)
         self.start_controller(controller_id, wait=False)
-        since_ms = int(time.time() * 1000)
-        return self.wait_listed([controller_id], timeout_s, since_ms=since_ms - 1000)
+        return self.wait_listed([controller_id], timeout_s, since_ms=self._started_ms)
 
     # ------------------------------------------------------------- status, env
     def status(self) -> list[dict]:

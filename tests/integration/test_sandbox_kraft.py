@@ -110,17 +110,18 @@ def test_dynamic_quorum_kraft_version_1(cluster):
     assert features["kraft.version"]["finalized"] == (1, 1), features
 
 
-def test_a_topic_produced_and_consumed_and_the_spare_broker_empty(cluster):
+def test_the_spare_broker_serves_empty_then_a_topic_produced_and_consumed(cluster):
     sandbox, _ = cluster
     bootstrap = sandbox.bootstrap_servers(spare=False)
-    _round_trip(bootstrap, rf=2)
     md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30)
     assert sorted(md.brokers) == sorted([*BROKERS, SPARE_BROKER])
+    assert md.topics["__consumer_offsets"].partitions  # created on the first brokers before the spare started
     assert not [p for t in md.topics.values() for p in t.partitions.values() if SPARE_BROKER in p.replicas]
+    _round_trip(bootstrap, rf=2)
 
 
 def test_restart_controller_keeps_the_quorum(cluster, capsys):
-    """The leader restarted through the CLI (a new process reads the sandbox from disk): the quorum elects another,
+    """The leader restarted through the CLI (the command reads the sandbox from its directory): the quorum elects another,
     the restarted one fetches again as a voter, the spare stays an observer, and the brokers still serve."""
     sandbox, _ = cluster
     leader = KraftCluster(sandbox).quorum().leader_id
