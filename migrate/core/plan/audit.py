@@ -57,7 +57,7 @@ from migrate.core.model import ClusterSnapshot, parse_rack
 from migrate.core.plan.document import BrokerTotal, Finding, ZkPlan
 from migrate.core.plan.targets import shown_ids
 from migrate.core.playbook import Playbook
-from migrate.core.versions import KAFKA_RANGE, hides_broker_rates, release_tuple, supports_reconfig
+from migrate.core.versions import KAFKA_RANGE, KRAFT_RANGE, hides_broker_rates, release_tuple, supports_reconfig
 from migrate.core.units import format_bytes, format_duration, format_rate, parse_connect, split_host_port
 from migrate.core.zookeeper.config import PARTICIPANT
 from migrate.core.zookeeper.change import low_joiner_ids, voter_count_risk
@@ -174,11 +174,15 @@ def audit_versions(snapshot: ClusterSnapshot) -> list[Finding]:
     releases = _by_value((b.id, b.version) for b in live if b.version)
     if not releases:  # a cluster file of an earlier kmigrate (no release read): nothing to say
         return out
+    # a KRaft cluster (no ZooKeeper read) may run Kafka 4 (KRaft only) up to the newest release kmigrate knows
+    kraft = not snapshot.zookeeper.connect
+    high = KRAFT_RANGE[1] if kraft else KAFKA_RANGE[1]
     for release, ids in sorted(releases.items()):
         minor = release_tuple(release)
-        if minor is not None and not KAFKA_RANGE[0] <= minor <= KAFKA_RANGE[1]:
+        if minor is not None and not KAFKA_RANGE[0] <= minor <= high:
+            supported = f"2.4 to {high[0]}.{high[1]}" + (" (KRaft)" if kraft else ", ZooKeeper mode")
             out.append(Finding("error", "kafka.version", f"broker {shown_ids(ids)}",
-                               f"Kafka {release} is outside the releases kmigrate supports (2.4 to 3.9, ZooKeeper mode): "
+                               f"Kafka {release} is outside the releases kmigrate supports ({supported}): "
                                "below 2.4 there is no reassignment API (KIP-455); upgrade the brokers first",
                                forceable=False, blocks="all"))
     unknown = sorted(b.id for b in live if not b.version)

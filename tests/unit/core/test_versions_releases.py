@@ -94,6 +94,20 @@ def test_a_release_out_of_range_blocks_and_an_unknown_one_warns():
     assert audit_versions(_snapshot(_broker(1, None))) == []  # a cluster file of an earlier kmigrate: no release read
 
 
+def test_kafka_4_is_in_range_on_a_kraft_cluster_only():
+    """Issue 30: a KRaft cluster (no ZooKeeper read) may run Kafka 4 (KRaft only), up to 4.4; a ZooKeeper one stops at 3.9."""
+    from dataclasses import replace
+
+    from migrate.core.plan.audit import audit_versions
+
+    zk = _snapshot(_broker(1, "4.3"))
+    kraft = replace(zk, zookeeper=replace(zk.zookeeper, connect=""))
+    assert [f.code for f in audit_versions(kraft)] == []
+    assert [f.code for f in audit_versions(replace(kraft, brokers=(_broker(1, "4.5"),)))] == ["kafka.version"]
+    (error,) = audit_versions(zk)
+    assert error.code == "kafka.version" and "2.4 to 3.9, ZooKeeper mode" in error.message
+
+
 def test_the_cluster_file_keeps_the_protocol_version():
     from migrate.core.model import snapshot_from_json, snapshot_to_json
 
