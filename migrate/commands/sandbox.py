@@ -12,7 +12,7 @@ from rich.table import Table
 
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
 from migrate.core.units import parse_duration
-from migrate.core.versions import KAFKA_RANGE_TEXT, KRAFT_RANGE_TEXT, ZOOKEEPER_RANGE_TEXT
+from migrate.core.versions import KAFKA_RANGE_TEXT, KRAFT_RANGE_TEXT, ZOOKEEPER_RANGE_TEXT, uses_log4j2
 from migrate.errors import BadInput
 from migrate.sandbox import Sandbox, SandboxSpec
 from migrate.sandbox.cluster import KAFKA_VERSION, ZOOKEEPER_VERSION
@@ -99,6 +99,8 @@ def up(
                           (controller_ids, "--controller-ids")):
         if given:
             raise BadInput(f"{option} needs --kraft (a KRaft cluster without ZooKeeper)")
+    if uses_log4j2(kafka_version):
+        raise BadInput(f"--kafka-version {kafka_version}: Kafka 4 has no ZooKeeper mode: add --kraft for a KRaft sandbox")
     zookeepers = 3 if zookeepers is None else zookeepers
     zk_ids = _ids(zookeeper_ids, zookeepers, 1, "--zookeeper-ids")
     spec = SandboxSpec(

@@ -170,3 +170,22 @@ def test_status_roles_of_a_kraft_sandbox():
     assert kraft_role(1, True, view, "broker") == "broker"
     assert kraft_role(3000, False, view, "controller") == "stopped"
     assert kraft_role(3000, True, None, "controller") == "running"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--kraft", "--zookeepers", "3"], "--zookeepers does not go with --kraft"),
+    (["--kraft", "--security", "sasl_ssl"], "--security does not go with --kraft"),
+    (["--static-quorum"], "--static-quorum needs --kraft"),
+    (["--spare-controllers", "2"], "--spare-controllers needs --kraft"),
+    (["--kafka-version", "4.1.2"], "Kafka 4 has no ZooKeeper mode: add --kraft"),
+    (["--kraft", "--kafka-version", "3.8.1"], "from 3.9.x to 4.4.x"),
+    (["--kraft", "--controller-ids", "1", "--broker-ids", "1"], "node ids repeat"),
+])
+def test_sandbox_up_refusals_are_one_line_exit_2_and_start_nothing(tmp_path, capsys, args, message):
+    from migrate.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["sandbox", "up", *args, "--dir", str(tmp_path / "sandbox")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "sandbox").exists()
