@@ -29,12 +29,12 @@ from migrate.adapters.jars import KAFKA_MAIN
 from migrate.core.kraft import config as kc
 from migrate.errors import BadInput, StepFailed
 from migrate.files import write_private
+from migrate.sandbox.kraft_layout import FIRST_CONTROLLER_ID  # noqa: F401  (one definition for both sandboxes)
 from migrate.sandbox.layout import CONTROLLER_PORT, log4j_properties
 from migrate.sandbox.supervisor import NodeState
 from migrate.waiting import wait_until
 
 CONTROLLER_KIND = "controller"
-FIRST_CONTROLLER_ID = 3000
 ZOOKEEPER_MODE_FILE = "server.properties.zookeeper"
 PHASES = ("migration", "kraft", "zookeeper")
 

@@ -27,11 +27,11 @@ import javaproperties
 from migrate.errors import BadInput, StepFailed
 from migrate.files import write_private
 from migrate.sandbox import kraft_layout as kl
+from migrate.sandbox.kraft import CONTROLLER_KIND
 from migrate.sandbox.layout import CONTROLLER_PORT, SandboxSpec
 from migrate.sandbox.supervisor import NodeState
 from migrate.waiting import wait_until
 
-CONTROLLER_KIND = "controller"
 DESCRIBE_QUORUM_V2 = 2  # 3.9+: each replica's directory id
 PLAYBOOK_FILE = "playbook.yaml"  # written by sandbox up --kraft in the sandbox directory
 

@@ -26,7 +26,7 @@ from migrate.errors import BadInput
 from migrate.sandbox.layout import BrokerNode, ControllerNode, SandboxSpec, server_properties
 
 CONTROLLER_LISTENER = "CONTROLLER"
-FIRST_CONTROLLER_ID = 3000  # as the ZooKeeper-to-KRaft sandbox's controllers (migrate.sandbox.kraft)
+FIRST_CONTROLLER_ID = 3000  # every sandbox's controllers (this one's and the ZooKeeper-to-KRaft one's) are 3000..
 STORAGE_TOOL = "kafka.tools.StorageTool"
 # ZooKeeper-mode broker settings a KRaft broker does not take
 _ZOOKEEPER_ONLY = ("broker.id", "reserved.broker.max.id", "controlled.shutdown.retry.backoff.ms")
