@@ -44,6 +44,7 @@ _COMMANDS: tuple[tuple[str, str, Callable], ...] = (
     ("verify", "verify", lambda m: app.add_typer(m.app, name="verify")),
     ("mirror", "mirror.app", lambda m: app.add_typer(m.app, name="mirror")),
     ("kraft", "kraft.app", lambda m: app.add_typer(m.app, name="kraft")),
+    ("controllers", "controllers.app", lambda m: app.add_typer(m.app, name="controllers")),
 )
 _added: set[str] = set()
 

@@ -1,0 +1,239 @@
+"""``kmigrate controllers``: move a KRaft controller quorum to new machines (KIP-853), one voter change at a time.
+
+    kmigrate controllers controller-config 7 --bootstrap-controller c1:9093 --host c7
+    kmigrate controllers --add 7,8,9 --remove 1,2,3 --bootstrap-controller c1:9093,c2:9093,c3:9093 \\
+        --bootstrap-server kafka1:9092 --kafka-version 4.1
+
+The new controllers are started first as observers (``controller-config`` prints each one's properties and the
+``kafka-storage format ... --no-initial-controllers`` command). The move then adds one new controller, removes one
+old one (followers first, the leader last), and so on, each change confirmed in the voter set before the next;
+run again after any interruption, it goes on from what the quorum shows.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
+from migrate.commands.options import COMMAND_CONFIG_OPTION
+from migrate.commands.kraft.connect import CONTROLLER_COMMAND_CONFIG_OPTION
+from migrate.errors import BadInput
+
+app = typer.Typer(help="Move a KRaft controller quorum to new machines (KIP-853): new controllers join as observers, "
+                       "then one AddRaftVoter and one RemoveRaftVoter at a time.")
+
+BOOTSTRAP_CONTROLLER = typer.Option(None, "--bootstrap-controller", envvar="KAFKA_BOOTSTRAP_CONTROLLERS",
+                                    help="The controllers' controller listeners, host:port[,...] (any of them: the "
+                                         "leader is found from there).")
+BOOTSTRAP_SERVER = typer.Option(None, "--bootstrap-server", envvar="KAFKA_BOOTSTRAP_SERVERS",
+                                help="Kafka brokers: their controller.quorum.bootstrap.servers is checked before the "
+                                     "first change, and a new controller id may not be a broker id.")
+KAFKA_VERSION = typer.Option(None, "--kafka-version", help="The controllers' Kafka release (3.9, 4.0, 4.1, ...): it "
+                                                           "decides whether an old controller is stopped before or after "
+                                                           "its removal (unknown: before, the safe order).")
+
+
+def _release(text: Optional[str]) -> tuple[int, int] | None:
+    if not text:
+        return None
+    parts = text.strip().split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        raise BadInput(f"--kafka-version {text!r}: give the controllers' release, like 3.9 or 4.1.1") from None
+
+
+def _addresses(text: Optional[str]) -> tuple[str, ...]:
+    from migrate.core.units import split_host_port
+
+    if not text or not text.strip():
+        raise BadInput("no controller to ask: give --bootstrap-controller host:port[,host:port...] (the controllers' "
+                       "controller listeners)")
+    out = tuple(a.strip() for a in text.split(",") if a.strip())
+    for a in out:
+        split_host_port(a, 9093, "--bootstrap-controller")
+    return out
+
+
+def parse_adds(values: Optional[List[str]], listener: str) -> tuple:
+    """``--add`` values: ids (``7,8,9``, ``7-9``), or ``id=host:port`` where the new controller is not registered."""
+    from migrate.core.controllers.plan import NewController
+    from migrate.core.units import split_host_port
+
+    out: list = []
+    for value in values or []:
+        for item in value.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            if "=" in item:
+                node, _, address = item.partition("=")
+                try:
+                    node_id = int(node)
+                except ValueError:
+                    raise BadInput(f"--add {item!r}: expected id=host:port, like 7=c7:9093") from None
+                host, port = split_host_port(address, 9093, "--add")
+                out.append(NewController(node_id, host, port, listener))
+            else:
+                out.extend(parse_id_list(item, "--add"))
+    return tuple(out)
+
+
+def _settings(addresses: tuple[str, ...], command_config: Optional[Path], controller_command_config: Optional[Path]):
+    from migrate.files import client_settings
+
+    config = controller_command_config or command_config
+    return client_settings(",".join(addresses), config) if config is not None else None
+
+
+@app.callback(invoke_without_command=True)
+def controllers(
+    ctx: typer.Context,
+    add: Optional[List[str]] = typer.Option(None, "--add", help="New controllers (node.id), started as observers: "
+                                                                "7,8,9, or 7=host:port where one is not registered."),
+    remove: Optional[List[str]] = typer.Option(None, "--remove", help="Voters that leave, e.g. 1,2,3."),
+    bootstrap_controller: Optional[str] = BOOTSTRAP_CONTROLLER,
+    bootstrap_server: Optional[str] = BOOTSTRAP_SERVER,
+    command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
+    controller_command_config: Optional[Path] = CONTROLLER_COMMAND_CONFIG_OPTION,
+    kafka_version: Optional[str] = KAFKA_VERSION,
+    auto_join: bool = typer.Option(False, "--auto-join", help="The old controllers run with "
+                                                              "controller.quorum.auto.join.enable=true (4.2+): each is "
+                                                              "stopped before its removal, or it would join again."),
+    listener: Optional[str] = typer.Option(None, "--controller-listener", help="The controller listener's name (default: "
+                                                                                "the one the voters show)."),
+    stop_command: Optional[str] = typer.Option(None, "--stop-command", help="Command that stops an old controller, "
+                                                                             "{id} {host} {port} filled in (e.g. \"ssh "
+                                                                             "{host} systemctl stop kafka\"); without "
+                                                                             "it kmigrate says which to stop and waits."),
+    catch_up_timeout: float = typer.Option(300.0, "--catch-up-timeout", help="Seconds a new controller may take to "
+                                                                              "catch up before kmigrate gives up."),
+    stop_timeout: float = typer.Option(1800.0, "--stop-timeout", help="Seconds to wait for an old controller to stop."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Read the quorum, run the checks and print every step as "
+                                                          "planned now; change nothing."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Add the new controllers to the voters and remove the old ones, one change at a time."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from migrate.files import client_settings
+    from migrate.runner.controllers.move import ControllerMoveRequest, run_controller_move
+
+    addresses = _addresses(bootstrap_controller)
+    adds = parse_adds(add, listener or "CONTROLLER")
+    removes = tuple(i for v in remove or [] for i in parse_id_list(v, "--remove"))
+    if not adds and not removes:
+        raise BadInput("nothing to do: give --add (new controllers, started as observers) and --remove (old voters)")
+    for name, value in (("--catch-up-timeout", catch_up_timeout), ("--stop-timeout", stop_timeout)):
+        if value <= 0:
+            raise BadInput(f"{name} {value:g}: give a number of seconds above 0")
+    if stop_command:
+        try:
+            stop_command.format(id=0, host="h", port=0)
+            shlex.split(stop_command)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise BadInput(f"--stop-command {stop_command!r}: {exc}: only {{id}}, {{host}} and {{port}} are filled "
+                           "in") from None
+    request = ControllerMoveRequest(
+        controllers=addresses, adds=adds, removes=removes,
+        settings=_settings(addresses, command_config, controller_command_config),
+        broker_settings=client_settings(bootstrap_server, command_config) if bootstrap_server else None,
+        release=_release(kafka_version),
+        auto_join_ids=frozenset(removes) if auto_join else frozenset(),
+        listener=listener, stop_command=stop_command, dry_run=dry_run,
+        catch_up_timeout_s=catch_up_timeout, stop_timeout_s=stop_timeout)
+    if output == OutputFormat.json:
+        result = run_controller_move(request, lambda e: emit_json(e))
+        emit_json({"event": "done", **result.to_dict()})
+        return
+    with err_console.status("kmigrate controllers: reading the quorum") as status:
+        def show(event: dict) -> None:
+            if event["event"] == "waiting":
+                status.update(f"waiting: {event['message']}")
+            elif event["event"] == "quorum":
+                console.print(f"quorum: leader {event['leader']}, voters {event['voters']}, observers "
+                              f"{event['observers']}, kraft.version {event['kraft_version']}", markup=False)
+                console.print(f"order: {event['stop_order']}", markup=False)
+            else:
+                console.print(f"{event['event']}: {event['message']}", markup=False, soft_wrap=True)
+                status.update(event["message"])
+        result = run_controller_move(request, show)
+    _render(result)
+
+
+def _render(result) -> None:
+    if result.dry_run:
+        console.print(f"[bold]dry run[/bold]: voters {list(result.voters_before)}; nothing changed. Steps as planned now:")
+        for i, step in enumerate(result.planned, 1):
+            console.print(f"  {i}. {step}", markup=False, soft_wrap=True)
+        return
+    if result.already_done:
+        console.print(f"[green]already done[/green]: voters {list(result.voters_after)}, leader {result.leader_after}; "
+                      "nothing changed")
+    else:
+        console.print(f"[green]moved[/green]: voters {list(result.voters_before)} -> {list(result.voters_after)}, "
+                      f"leader {result.leader_after} ({result.seconds:.1f} s)")
+        for s in result.steps:
+            console.print(f"  {s['step']} {s['controller']}: {s['seconds']} s", markup=False)
+    console.print("next:")
+    for i, step in enumerate(result.next_steps, 1):
+        console.print(f"  {i}. {step}", markup=False, soft_wrap=True)
+
+
+@app.command("controller-config")
+def controller_config(
+    node_id: int = typer.Argument(..., help="The new controller's node.id."),
+    host: str = typer.Option(..., "--host", help="The host the new controller's controller listener is reached at."),
+    port: int = typer.Option(9093, "--port", help="Its controller listener port."),
+    bootstrap_controller: Optional[str] = BOOTSTRAP_CONTROLLER,
+    command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
+    controller_command_config: Optional[Path] = CONTROLLER_COMMAND_CONFIG_OPTION,
+    listener: Optional[str] = typer.Option(None, "--controller-listener", help="The controller listener's name "
+                                                                                "(default: the one the voters show)."),
+    protocol: str = typer.Option("PLAINTEXT", "--security-protocol", help="The controller listener's security protocol."),
+    metadata_log_dir: Optional[str] = typer.Option(None, "--metadata-log-dir", help="The new controller's log.dirs."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Print a new controller's server.properties and its kafka-storage format command (it starts as an observer)."""
+    from migrate.adapters.kafka import voters as kv
+    from migrate.core.controllers.config import (DEFAULT_METADATA_DIR, ControllerInputs, format_command,
+                                                 new_controller_config, new_controller_notes, voter_endpoints)
+    from migrate.core.controllers.plan import NewController
+    from migrate.core.kraft.config import lines
+
+    if not 0 < port < 65536:
+        raise BadInput(f"--port {port}: give a TCP port (1-65535)")
+    addresses = _addresses(bootstrap_controller)
+    settings = _settings(addresses, command_config, controller_command_config)
+    view = kv.read_controllers(addresses, settings)
+    q = view.quorum
+    if q.is_voter(node_id):
+        raise BadInput(f"controller {node_id} is already a voter: choose a node.id no controller or broker uses")
+    names = sorted({e.name for i in q.voter_ids for e in q.endpoints(i)})
+    name = listener or (names[0] if len(names) == 1 else None)
+    if name is None:
+        raise BadInput(f"the voters show listeners {', '.join(names) or 'none'}: give --controller-listener")
+    cluster = kv.describe_cluster_controllers(view.leader, settings)
+    if cluster is None or not cluster.get("cluster_id"):
+        raise BadInput("the leader did not give the cluster id (DescribeCluster): check --bootstrap-controller")
+    inputs = ControllerInputs(cluster["cluster_id"], voter_endpoints(q, name), listener_name=name,
+                              protocol=protocol.upper(), metadata_log_dir=metadata_log_dir or DEFAULT_METADATA_DIR)
+    new = NewController(node_id, host, port, name)
+    props = new_controller_config(inputs, new)
+    command = format_command(cluster["cluster_id"])
+    notes = new_controller_notes(inputs, new)
+    if output == OutputFormat.json:
+        emit_json({"node_id": node_id, "properties": props, "format_command": command, "notes": notes,
+                   "cluster_id": cluster["cluster_id"], "voters": list(q.voter_ids)})
+        return
+    console.print(f"# server.properties of controller {node_id} (cluster {cluster['cluster_id']}, voters "
+                  f"{list(q.voter_ids)})", markup=False)
+    for line in lines(props):
+        console.print(line, markup=False, soft_wrap=True)
+    console.print(f"# then: {' '.join(shlex.quote(c) for c in command)}", markup=False, soft_wrap=True)
+    for note in notes:
+        console.print(f"# {note}", markup=False, soft_wrap=True)

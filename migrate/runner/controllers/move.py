@@ -1,0 +1,390 @@
+"""Sequencer of a KRaft controller move (``kmigrate controllers --add 7,8,9 --remove 1,2,3``, KIP-853).
+
+Each pass reads the quorum from the leader (DescribeQuorum v2 and the finalized ``kraft.version``), looks at which
+removed controllers still run (their controller listener answers or not), and asks the pure planner
+(:func:`migrate.core.controllers.plan.next_step`) for the one next step; it performs it and reads again. Nothing is
+trusted from memory: killed at any line and run again, the rerun finds the adds and removals already done in the
+voter set and goes on from there. One voter change is in flight at a time (each add or removal is confirmed in the
+voter set before the next read plans anything).
+
+Steps, as the planner gives them:
+
+- **wait-catch-up**: kmigrate's catch-up gate (:class:`~migrate.core.controllers.gate.CatchUpWatch`) over several
+  polls; a timeout is a gate failure (exit 1), nothing changed;
+- **add** / **remove**: AddRaftVoter / RemoveRaftVoter at the leader, then the voter set re-read until it shows the
+  change; a lost answer is never assumed either way (the next read decides);
+- **stop**: kmigrate does not log in to machines: it runs ``--stop-command`` (a template: ``{id}``, ``{host}``,
+  ``{port}``) when given, else tells the operator which controller to stop, and in both cases waits until the
+  controller's listener stops answering (before or after its removal: :func:`~migrate.core.controllers.plan.stop_order`);
+- **wait-settle**: the last change has not settled (a voter lags, an election): read again, bounded;
+- **blocked**: the next change would leave the quorum without a running majority: a gate failure, nothing changed.
+
+Before the first change the brokers' ``controller.quorum.bootstrap.servers`` (DescribeConfigs, when
+``--bootstrap-server`` is given) must name every new controller: a broker retries only that list when it loses the
+leader (``migrate.core.controllers.config``), so the brokers are rolled to old+new first; after the move the result
+names the new-only list for the second roll.
+
+Testing hook: ``KMIGRATE_CRASH_AT=before-add|after-add|before-remove|after-remove[:n]`` SIGKILLs the process there.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from migrate.adapters.kafka import voters as kv
+from migrate.core.clientconfig import ClientSettings
+from migrate.core.controllers.config import BOOTSTRAP_SERVERS, BrokerRoll, broker_bootstrap_servers
+from migrate.core.controllers.gate import CatchUpWatch
+from migrate.core.controllers.plan import (
+    ControllerChange,
+    NewController,
+    Step,
+    StepKind,
+    check_request,
+    preview,
+    next_step,
+    stop_order_reason,
+    validate_change,
+)
+from migrate.core.controllers.quorum import Endpoint, Reading, ids_text
+from migrate.errors import BadInput, StepFailed
+from migrate.runner.events import crash_point
+
+log = logging.getLogger("kmigrate.controllers")
+
+Emit = Callable[[dict], None]
+
+
+@dataclass
+class ControllerMoveRequest:
+    """What ``kmigrate controllers`` was asked.
+
+    ``controllers``: controller listener addresses to find the leader at (``--bootstrap-controller``); ``adds``: the
+    new controllers, by id (their endpoint found among the registered controllers) or with their endpoint given;
+    ``release``: the controllers' Kafka release (``--kafka-version``), None when not given (the safe stop order)."""
+
+    controllers: tuple[str, ...]
+    adds: tuple[int | NewController, ...]
+    removes: tuple[int, ...]
+    settings: ClientSettings | None = None
+    broker_settings: ClientSettings | None = None
+    release: tuple[int, int] | None = None
+    auto_join_ids: frozenset[int] = frozenset()
+    listener: str | None = None
+    stop_command: str | None = None
+    dry_run: bool = False
+    catch_up_timeout_s: float = 300.0
+    settle_timeout_s: float = 120.0
+    stop_timeout_s: float = 1800.0
+    interval_s: float = 1.0
+
+
+@dataclass
+class ControllerMoveResult:
+    voters_before: tuple[int, ...] = ()
+    voters_after: tuple[int, ...] = ()
+    leader_after: int | None = None
+    steps: list[dict] = field(default_factory=list)
+    planned: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    already_done: bool = False
+    stop_order: str = ""
+    broker_bootstrap_after: str = ""
+    next_steps: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"voters_before": list(self.voters_before), "voters_after": list(self.voters_after),
+                "leader_after": self.leader_after, "steps": self.steps, "planned": self.planned,
+                "dry_run": self.dry_run, "already_done": self.already_done, "stop_order": self.stop_order,
+                "broker_bootstrap_after": self.broker_bootstrap_after, "next_steps": self.next_steps,
+                "seconds": round(self.seconds, 1)}
+
+
+def _answers(address: str, settings: ClientSettings | None) -> bool:
+    """Whether a controller listener at ``address`` answers ApiVersions (a running controller)."""
+    return kv.controller_features(address, settings, timeout_s=3.0) is not None
+
+
+class ControllerMove:
+    def __init__(self, request: ControllerMoveRequest, emit: Emit | None = None,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+        self.req = request
+        self.emit = emit or (lambda _e: None)
+        self.clock, self.sleep = clock, sleep
+        self.addresses: dict[int, str] = {}  # controller id -> controller listener host:port, as seen this run
+        self.listener = request.listener
+        self.cluster_id: str | None = None
+        self.change: ControllerChange | None = None
+
+    # ------------------------------------------------------------------ reads
+    def _known_addresses(self) -> list[str]:
+        seen = list(self.req.controllers)
+        seen += [a for a in self.addresses.values() if a not in seen]
+        return seen
+
+    def _learn(self, view: kv.ControllerView) -> None:
+        """Remember every controller's address this run sees: the voters' endpoints (DescribeQuorum ``nodes``) and the
+        registered controllers (DescribeCluster), so a removed controller can still be looked at."""
+        q = view.quorum
+        if self.listener is None:
+            names = {e.name for i in q.voter_ids for e in q.endpoints(i)}
+            self.listener = sorted(names)[0] if len(names) == 1 else None
+        for i in q.voter_ids:
+            for e in q.endpoints(i, self.listener):
+                self.addresses.setdefault(i, e.address)
+        cluster = kv.describe_cluster_controllers(view.leader, self.req.settings)
+        if cluster is not None:
+            self.cluster_id = cluster["cluster_id"] or self.cluster_id
+            for i, address in cluster["controllers"].items():
+                self.addresses.setdefault(i, address)
+
+    def read(self, timeout_s: float | None = None) -> tuple[kv.ControllerView, Reading]:
+        """The quorum now (retried through an election, bounded), with which removed controllers are stopped."""
+        deadline = self.clock() + (timeout_s if timeout_s is not None else self.req.settle_timeout_s)
+        while True:
+            try:
+                view = kv.read_controllers(self._known_addresses(), self.req.settings)
+                break
+            except StepFailed:
+                if self.clock() >= deadline:
+                    raise
+                self.sleep(self.req.interval_s)
+        self._learn(view)
+        stopped = set()
+        q = view.quorum
+        for i in self.req.removes:
+            address = self.addresses.get(i)
+            if address is not None:
+                if not _answers(address, self.req.settings):
+                    stopped.add(i)
+            elif not q.is_voter(i) and q.observer(i) is None:  # removed, unregistered and not fetching: gone
+                stopped.add(i)
+        brokers = frozenset(self._broker_ids())
+        reading = Reading(view.quorum, view.kraft_version, self.req.release, self.req.auto_join_ids,
+                          frozenset(stopped), brokers)
+        return view, reading
+
+    def _broker_ids(self) -> list[int]:
+        if self.req.broker_settings is None:
+            return []
+        if not hasattr(self, "_brokers"):
+            from migrate.adapters.kafka.client import admin_client, live_broker_ids
+
+            self._brokers = live_broker_ids(admin_client(self.req.broker_settings))
+        return self._brokers
+
+    def _resolve(self, reading: Reading) -> ControllerChange:
+        """The --add controllers with their endpoints: given inline, else the registered controller's address (port 0
+        when unknown: :meth:`_unresolved` refuses it once the request's other refusals have had their say)."""
+        out = []
+        for a in self.req.adds:
+            if isinstance(a, NewController):
+                out.append(a)
+                continue
+            address = self.addresses.get(a)
+            if address is None and reading.quorum.is_voter(a):  # already added: its endpoint is among the voters'
+                address = next((e.address for e in reading.quorum.endpoints(a)), None)
+            host, port = self._split(address) if address else ("", 0)
+            out.append(NewController(a, host, port, self.listener or "CONTROLLER"))
+        return ControllerChange(tuple(out), self.req.removes)
+
+    def _unresolved(self, change: ControllerChange) -> None:
+        for c in change.add:
+            if not c.port:
+                raise BadInput(f"controller {c.id}'s address is unknown: it is not registered with the quorum "
+                               f"(DescribeCluster shows {ids_text(sorted(self.addresses)) or 'none'}): give its "
+                               f"endpoint: --add {c.id}=host:port")
+
+    # ------------------------------------------------------------------ the brokers' bootstrap list
+    def _check_brokers(self, change: ControllerChange) -> None:
+        """Every broker's controller.quorum.bootstrap.servers names every new controller (BadInput otherwise)."""
+        if self.req.broker_settings is None:
+            return
+        from migrate.adapters.kafka.client import admin_client, broker_static_configs
+
+        admin = admin_client(self.req.broker_settings)
+        ids = self._broker_ids()
+        configs = broker_static_configs(admin, ids, (BOOTSTRAP_SERVERS,))
+        wanted = {c.address for c in change.add}
+        old = [Endpoint(self.listener or "CONTROLLER", *self._split(self.addresses[i])) for i in change.remove
+               if i in self.addresses]
+        value = broker_bootstrap_servers(old, [c.endpoint for c in change.add], BrokerRoll.BEFORE)
+        for broker in ids:
+            have = (configs.get(broker) or {}).get(BOOTSTRAP_SERVERS) or ""
+            listed = {a.strip() for a in have.split(",") if a.strip()}
+            missing = sorted(wanted - listed)
+            if missing:
+                raise BadInput(f"broker {broker}'s {BOOTSTRAP_SERVERS} is {have or 'not set'}: it lacks "
+                               f"{','.join(missing)}; roll the brokers with {BOOTSTRAP_SERVERS}={value} first (a broker "
+                               "retries only that list when it loses the leader), then run this again")
+
+    @staticmethod
+    def _split(address: str) -> tuple[str, int]:
+        host, _, port = address.rpartition(":")
+        return host.strip("[]"), int(port)
+
+    # ------------------------------------------------------------------ the run
+    def run(self) -> ControllerMoveResult:
+        start = self.clock()
+        result = ControllerMoveResult(dry_run=self.req.dry_run)
+        if len(self.req.adds) >= len(set(self.req.removes)):  # more removals: the voter count decides the message
+            validate_change(ControllerChange(tuple(a if isinstance(a, NewController) else NewController(a, "?", 1)
+                                                   for a in self.req.adds), self.req.removes))  # before any read
+        view, reading = self.read(timeout_s=min(30.0, self.req.settle_timeout_s))
+        change = self.change = self._resolve(reading)
+        check_request(reading, change)
+        self._unresolved(change)
+        result.voters_before = reading.quorum.voter_ids
+        result.stop_order = stop_order_reason(reading.release, bool(self.req.auto_join_ids))
+        self.emit({"event": "quorum", "leader": reading.quorum.leader_id, "voters": list(reading.quorum.voter_ids),
+                   "observers": list(reading.quorum.observer_ids), "kraft_version": reading.kraft_version,
+                   "stop_order": result.stop_order})
+        first = next_step(reading, change, {c.id for c in change.add})
+        if first.kind is StepKind.DONE and not [i for i in change.remove if i not in reading.stopped_ids]:
+            result.already_done = True
+        if self.req.dry_run:
+            result.planned = [s.describe() for s in preview(reading, change)]
+            return self._finish(result, reading, start)
+        if not result.already_done and not any(reading.quorum.is_voter(i) for i in change.add_ids):
+            self._check_brokers(change)
+        caught: set[int] = set()
+        settle_since: float | None = None
+        for _ in range(10_000):
+            step = next_step(reading, change, caught)
+            if step.kind is not StepKind.WAIT_SETTLE:
+                settle_since = None
+            if step.kind is StepKind.DONE:
+                break
+            if step.kind is StepKind.BLOCKED:
+                raise StepFailed(f"{step.reason}; nothing was changed in this step: run the same command again once "
+                                 "the voters run")
+            if step.kind is StepKind.WAIT_SETTLE:
+                settle_since = settle_since if settle_since is not None else self.clock()
+                if self.clock() - settle_since > self.req.settle_timeout_s:
+                    raise StepFailed(f"the quorum did not settle within {self.req.settle_timeout_s:g} s: {step.reason}; "
+                                     "run the same command again once it has")
+                self.sleep(self.req.interval_s)
+            else:
+                self.emit({"event": "step", "step": step.kind.value, "controller": step.node_id,
+                           "message": step.describe()})
+                began = self.clock()
+                self._perform(step, caught)
+                result.steps.append({"step": step.kind.value, "controller": step.node_id,
+                                     "seconds": round(self.clock() - began, 1)})
+            view, reading = self.read()
+        return self._finish(result, reading, start)
+
+    def _finish(self, result: ControllerMoveResult, reading: Reading, start: float) -> ControllerMoveResult:
+        change = self.change
+        result.voters_after = reading.quorum.voter_ids
+        result.leader_after = reading.quorum.leader_id
+        new = [c.endpoint for c in change.add] if change else []
+        if new:
+            result.broker_bootstrap_after = broker_bootstrap_servers((), new, BrokerRoll.AFTER)
+        if not result.dry_run:
+            result.next_steps = [
+                f"roll the brokers with {BOOTSTRAP_SERVERS}={result.broker_bootstrap_after} (the new controllers only), "
+                "one at a time, each gated by kmigrate health --wait",
+                f"set {BOOTSTRAP_SERVERS}={result.broker_bootstrap_after} on the new controllers too (read at their "
+                "next start)",
+                "retire the old controllers' machines; before Kafka 4.4 a removed controller stays registered "
+                "(KAFKA-20295): it can block the next metadata.version upgrade",
+            ]
+        result.seconds = self.clock() - start
+        return result
+
+    def _perform(self, step: Step, caught: set[int]) -> None:
+        q_addresses = self._known_addresses()
+        settings = self.req.settings
+        if step.kind is StepKind.WAIT_CATCH_UP:
+            watch = CatchUpWatch(step.node_id, step.directory_id)
+            deadline = self.clock() + self.req.catch_up_timeout_s
+            while True:
+                view, _ = self.read()
+                if watch.observe(view.quorum):
+                    caught.add(step.node_id)
+                    return
+                if self.clock() >= deadline:
+                    raise StepFailed(watch.failure(self.req.catch_up_timeout_s))
+                self.emit({"event": "waiting", "controller": step.node_id, "message": watch.problem})
+                self.sleep(self.req.interval_s)
+        if step.kind is StepKind.ADD:
+            crash_point("before-add")
+            self._change(lambda leader: kv.add_voter(q_addresses, step.node_id, step.directory_id, step.endpoint,
+                                                     settings=settings, cluster_id=self.cluster_id, leader=leader),
+                         lambda r: r.quorum.is_voter(step.node_id), f"controller {step.node_id} a voter")
+            crash_point("after-add")
+            return
+        if step.kind is StepKind.REMOVE:
+            crash_point("before-remove")
+            self._change(lambda leader: kv.remove_voter(q_addresses, step.node_id, step.directory_id,
+                                                        settings=settings, cluster_id=self.cluster_id, leader=leader),
+                         lambda r: not r.quorum.is_voter(step.node_id), f"controller {step.node_id} out of the voters")
+            crash_point("after-remove")
+            return
+        if step.kind is StepKind.STOP:
+            self._stop(step)
+            return
+        raise StepFailed(f"unexpected step {step.kind.value}")  # pragma: no cover
+
+    def _change(self, send: Callable[[str | None], None], done: Callable[[Reading], bool], what: str) -> None:
+        """Send one voter change to the leader, then read until the voter set shows it. A refused or lost answer is
+        re-read first: the change may have happened (DUPLICATE_VOTER / VOTER_NOT_FOUND then mean done)."""
+        view, reading = self.read()
+        if done(reading):
+            return
+        try:
+            send(view.leader)
+        except kv.VoterChangeError as exc:
+            log.info("%s", exc)
+            _, reading = self.read()
+            if done(reading):
+                return
+            if not exc.retriable:
+                raise
+            return  # the next pass plans again from what the cluster shows
+        deadline = self.clock() + self.req.settle_timeout_s
+        while True:
+            _, reading = self.read()
+            if done(reading):
+                return
+            if self.clock() >= deadline:
+                raise StepFailed(f"the leader accepted the change but the voter set does not show {what} after "
+                                 f"{self.req.settle_timeout_s:g} s: run the same command again")
+            self.sleep(self.req.interval_s)
+
+    def _stop(self, step: Step) -> None:
+        node = step.node_id
+        address = self.addresses.get(node)
+        if address is None:
+            raise StepFailed(f"controller {node}'s address is unknown to this run (not a voter, not registered): "
+                             f"stop it by hand, then give --bootstrap-controller with its host:port so kmigrate can "
+                             "confirm it stopped")
+        host, port = self._split(address)
+        when = "before its removal" if step.before_removal else "after its removal"
+        if self.req.stop_command:
+            command = self.req.stop_command.format(id=node, host=host, port=port)
+            self.emit({"event": "stop", "controller": node, "message": f"stopping controller {node} ({when}): {command}"})
+            done = subprocess.run(shlex.split(command), capture_output=True, text=True, timeout=self.req.stop_timeout_s)
+            if done.returncode != 0:
+                raise StepFailed(f"--stop-command for controller {node} exited {done.returncode}: "
+                                 f"{(done.stderr or done.stdout).strip()[-300:]}")
+        else:
+            self.emit({"event": "stop", "controller": node,
+                       "message": f"stop controller {node} at {address} now ({when}); kmigrate waits until it stops"})
+        deadline = self.clock() + self.req.stop_timeout_s
+        while _answers(address, self.req.settings):
+            if self.clock() >= deadline:
+                raise StepFailed(f"controller {node} at {address} still answers after {self.req.stop_timeout_s:g} s: "
+                                 "stop it, then run the same command again")
+            self.sleep(self.req.interval_s)
+
+
+def run_controller_move(request: ControllerMoveRequest, emit: Emit | None = None) -> ControllerMoveResult:
+    return ControllerMove(request, emit).run()
