@@ -312,6 +312,9 @@ def restart_broker(
         None, "--kraft-phase", help="ZooKeeper to KRaft: migration (roll 1: the migration lines added) or kraft "
                                     "(roll 2: a KRaft broker), with the config of kmigrate kraft broker-config; "
                                     "zookeeper (the rollback: its ZooKeeper-mode config again)."),
+    quorum_bootstrap: Optional[str] = typer.Option(
+        None, "--controller-quorum-bootstrap-servers", help="A KRaft broker's new controller.quorum.bootstrap.servers "
+                                                            "(host:port,...: the rolls around kmigrate controllers)."),
     timeout: str = HEALTH_TIMEOUT_OPTION,
     directory: Optional[Path] = DIR_OPTION,
 ) -> None:
@@ -319,6 +322,20 @@ def restart_broker(
     sandbox = Sandbox(directory)
     seconds = parse_duration(timeout, "--timeout")
     sandbox.node(f"kafka-{broker_id}")
+    if quorum_bootstrap is not None:
+        from migrate.core.units import split_host_port
+
+        if zookeeper is not None or kraft_phase is not None:
+            raise BadInput("--controller-quorum-bootstrap-servers is a KRaft broker's: give no --zookeeper or --kraft-phase with it")
+        for address in quorum_bootstrap.split(","):
+            split_host_port(address.strip(), 9093, "--controller-quorum-bootstrap-servers")
+        if "controller.quorum.bootstrap.servers" not in sandbox.broker_properties(broker_id):
+            raise BadInput(f"broker {broker_id} runs without controller.quorum.bootstrap.servers (a ZooKeeper-mode broker, "
+                           "or a static quorum's controller.quorum.voters): nothing to change")
+        _restarted(sandbox, f"kafka-{broker_id}", lambda progress: sandbox.restart_broker(
+            broker_id, health_timeout_s=seconds, progress=progress, kafka_version=kafka_version,
+            settings={"controller.quorum.bootstrap.servers": quorum_bootstrap}))
+        return
     if kraft_phase is not None:
         from migrate.sandbox.kraft import KraftSandbox
 
@@ -329,6 +346,30 @@ def restart_broker(
         return
     _restarted(sandbox, f"kafka-{broker_id}", lambda progress: sandbox.restart_broker(
         broker_id, zookeeper, health_timeout_s=seconds, progress=progress, kafka_version=kafka_version))
+
+
+@app.command("stop")
+def stop(
+    node: str = typer.Argument(..., help="Node name, e.g. kafka-4, zookeeper-2 or controller-3001."),
+    directory: Optional[Path] = DIR_OPTION,
+) -> None:
+    """Stop one node (SIGTERM: a broker's controlled shutdown; SIGKILL after 60 s); its files stay for sandbox start."""
+    sandbox = Sandbox(directory)
+    sandbox.node(node)
+    sandbox.stop(node)
+    err_console.print(f"{node}: stopped", markup=False)
+
+
+@app.command("start")
+def start(
+    node: str = typer.Argument(..., help="Node name, e.g. kafka-4, zookeeper-2 or controller-3001."),
+    directory: Optional[Path] = DIR_OPTION,
+) -> None:
+    """Start a stopped node again with its files, and wait until it serves."""
+    sandbox = Sandbox(directory)
+    sandbox.node(node)
+    sandbox.start(node)
+    err_console.print(f"{node}: started", markup=False)
 
 
 # ------------------------------------------------------------------ KRaft (ZooKeeper to KRaft, KIP-866)

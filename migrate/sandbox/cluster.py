@@ -400,10 +400,12 @@ class Sandbox:
 
     def restart_broker(self, broker_id: int, zookeeper_connect: str | None = None, wait: bool = True,
                        health_timeout_s: float | None = 300,
-                       progress: Callable[[str], None] = lambda msg: None, kafka_version: str | None = None) -> None:
-        """Restart one broker, optionally with a new ``zookeeper.connect`` (one step of a rolling restart) or on
-        another Kafka release (``kafka_version``: one step of a rolling upgrade); with ``wait``, return once it
-        serves and the cluster is healthy (``health_timeout_s=None``: once it serves)."""
+                       progress: Callable[[str], None] = lambda msg: None, kafka_version: str | None = None,
+                       settings: dict[str, str] | None = None) -> None:
+        """Restart one broker, optionally with a new ``zookeeper.connect`` (one step of a rolling restart), other
+        ``settings`` in its server.properties, or on another Kafka release (``kafka_version``: one step of a rolling
+        upgrade); with ``wait``, return once it serves and the cluster is healthy (``health_timeout_s=None``: once it
+        serves)."""
         name = f"kafka-{broker_id}"
         node = self.node(name)
         if kafka_version is not None:
@@ -413,9 +415,11 @@ class Sandbox:
             self._dist_of(kafka_version, spec.zookeeper_version)  # fetched before the broker stops
             self.spec = new_spec
             self._save()
-        if zookeeper_connect is not None:
+        if zookeeper_connect is not None or settings:
             props = self.broker_properties(broker_id)
-            props["zookeeper.connect"] = zookeeper_connect
+            if zookeeper_connect is not None:
+                props["zookeeper.connect"] = zookeeper_connect
+            props.update(settings or {})
             with open(Path(node.dir) / "server.properties", "w") as f:
                 javaproperties.dump(props, f, timestamp=False, sort_keys=True)
         self.restart(name, wait=wait, health_timeout_s=health_timeout_s, progress=progress)

@@ -146,9 +146,9 @@ def controllers(
         auto_join_ids=frozenset(removes) if auto_join else frozenset(),
         listener=listener, stop_command=stop_command, dry_run=dry_run,
         catch_up_timeout_s=catch_up_timeout, stop_timeout_s=stop_timeout)
-    if output == OutputFormat.json:
-        result = run_controller_move(request, lambda e: emit_json(e))
-        emit_json({"event": "done", **result.to_dict()})
+    if output == OutputFormat.json:  # JSON lines, as kmigrate partitions writes them: each event, then "done"
+        result = run_controller_move(request, _json_line)
+        _json_line({"event": "done", **result.to_dict()})
         return
     with err_console.status("kmigrate controllers: reading the quorum") as status:
         def show(event: dict) -> None:
@@ -163,6 +163,16 @@ def controllers(
                 status.update(event["message"])
         result = run_controller_move(request, show)
     _render(result)
+
+
+def _json_line(event: dict) -> None:
+    import json
+    import sys
+    import time
+
+    sys.stdout.write(json.dumps({**event, "ts": round(time.time(), 3)}, sort_keys=True, separators=(",", ":"),
+                                default=str) + "\n")
+    sys.stdout.flush()
 
 
 def _render(result) -> None:

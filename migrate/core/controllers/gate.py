@@ -11,8 +11,9 @@ asks more, on every poll (:func:`judge_observer`):
 - its lag (the leader's log end offset minus its own) is at most :data:`MAX_LAG_RECORDS`;
 - its last fetch and its ``lastCaughtUpTimestamp`` are at most :data:`MAX_AGE_MS` old on the leader's clock.
 
-and :class:`CatchUpWatch` holds that over :data:`POLLS_NEEDED` polls in a row (any failing poll starts the count
-again). Nothing outside one wait is kept: killed and run again, the wait starts from a fresh reading.
+and :class:`CatchUpWatch` holds that over :data:`POLLS_NEEDED` polls in a row, the last fetch moving on between
+two polls (a controller paused a second ago still shows a fetch within the age bound; any failing poll starts the
+count again). Nothing outside one wait is kept: killed and run again, the wait starts from a fresh reading.
 """
 
 from __future__ import annotations
@@ -82,10 +83,12 @@ class CatchUpWatch:
     this wait (:attr:`directory_id` is the one AddRaftVoter must name).
 
     >>> from migrate.core.controllers.quorum import Replica
-    >>> q = Quorum(1, 5, 100, (Replica(1, "d1", 100, None, 50_000),), (Replica(7, "d7", 100, 49_990, 49_990),))
+    >>> def q(fetched): return Quorum(1, 5, 100, (Replica(1, "d1", 100, None, 50_000),), (Replica(7, "d7", 100, fetched, 49_990),))
     >>> w = CatchUpWatch(7, needed=2)
-    >>> w.observe(q), w.observe(q), w.directory_id
+    >>> w.observe(q(49_980)), w.observe(q(49_990)), w.directory_id
     (False, True, 'd7')
+    >>> w.observe(q(49_990)), w.problem
+    (False, 'controller 7 has not fetched since the last poll (paused or hung?)')
     """
 
     node_id: int
@@ -97,6 +100,7 @@ class CatchUpWatch:
     polls: int = 0
     directory_id: str | None = None
     problem: str | None = "no poll yet"
+    last_fetch_ms: int | None = None
 
     def __post_init__(self) -> None:
         if self.needed < 1:
@@ -110,6 +114,12 @@ class CatchUpWatch:
             self.directory_id = me.directory_id
         problem = judge_observer(quorum, self.node_id, self.directory_id, now_ms=now_ms,
                                  max_lag=self.max_lag, max_age_ms=self.max_age_ms)
+        me = quorum.observer(self.node_id)
+        fetched = me.last_fetch_ms if me is not None else None
+        if problem is None and fetched is not None and self.last_fetch_ms is not None and fetched <= self.last_fetch_ms:
+            # a recent fetch is not enough: one that does not move between polls is a paused or hung controller
+            problem = f"controller {self.node_id} has not fetched since the last poll (paused or hung?)"
+        self.last_fetch_ms = fetched
         self.consecutive = 0 if problem else self.consecutive + 1
         if problem is None and self.consecutive < self.needed:
             problem = f"controller {self.node_id} caught up on {self.consecutive} of {self.needed} polls in a row"

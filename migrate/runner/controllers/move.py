@@ -58,6 +58,13 @@ from migrate.runner.events import crash_point
 log = logging.getLogger("kmigrate.controllers")
 
 Emit = Callable[[dict], None]
+MAX_TRIES = 3
+"""Times one voter change is sent when Kafka answers with a retriable error (a change still in flight, a leader that
+moved, no answer) before kmigrate stops with the error."""
+
+
+class _Again(Exception):
+    """A retriable refusal: plan again from a fresh reading (an add goes through the catch-up gate again)."""
 
 
 @dataclass
@@ -121,6 +128,7 @@ class ControllerMove:
         self.listener = request.listener
         self.cluster_id: str | None = None
         self.change: ControllerChange | None = None
+        self.refused: dict[str, int] = {}
 
     # ------------------------------------------------------------------ reads
     def _known_addresses(self) -> list[str]:
@@ -274,7 +282,12 @@ class ControllerMove:
                 self.emit({"event": "step", "step": step.kind.value, "controller": step.node_id,
                            "message": step.describe()})
                 began = self.clock()
-                self._perform(step, caught)
+                try:
+                    self._perform(step, caught)
+                except _Again:
+                    caught.discard(step.node_id)
+                    view, reading = self.read()
+                    continue
                 result.steps.append({"step": step.kind.value, "controller": step.node_id,
                                      "seconds": round(self.clock() - began, 1)})
             view, reading = self.read()
@@ -346,9 +359,12 @@ class ControllerMove:
             _, reading = self.read()
             if done(reading):
                 return
-            if not exc.retriable:
-                raise
-            return  # the next pass plans again from what the cluster shows
+            self.refused[what] = self.refused.get(what, 0) + 1
+            if not exc.retriable or self.refused[what] >= MAX_TRIES:
+                raise StepFailed(f"{exc} (tried {self.refused[what]} time(s)); nothing else was changed: run the same "
+                                 "command again once it is fixed") from None
+            self.emit({"event": "retry", "controller": None, "message": f"{exc}: reading the quorum again"})
+            raise _Again() from None
         deadline = self.clock() + self.req.settle_timeout_s
         while True:
             _, reading = self.read()

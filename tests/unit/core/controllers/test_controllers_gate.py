@@ -47,12 +47,25 @@ def test_ages_are_taken_on_the_leaders_clock_not_the_callers():
     assert judge_observer(q(obs()), 7, now_ms=NOW + 3_600_000) is None
 
 
+def good(i: int) -> Quorum:
+    """Poll i of a controller that keeps fetching: its last fetch moves on (the leader's clock is fixed here)."""
+    return q(obs(fetch=NOW - 1000 + 100 * i))
+
+
 def test_the_watch_needs_polls_in_a_row_and_starts_over_on_a_bad_one():
-    good, bad = q(obs()), q(obs(end=500))
+    bad = q(obs(end=500, fetch=NOW - 850))  # between polls 1 and 2
     w = CatchUpWatch(7, needed=3)
-    assert [w.observe(x) for x in (good, good, bad, good, good)] == [False, False, False, False, False]
+    assert [w.observe(x) for x in (good(0), good(1), bad, good(2), good(3))] == [False] * 5
     assert "2 of 3 polls" in w.problem
-    assert w.observe(good) and w.passed and w.directory_id == "d7"
+    assert w.observe(good(4)) and w.passed and w.directory_id == "d7"
+
+
+def test_a_fetch_that_does_not_move_between_polls_fails_the_watch():
+    # a controller paused a moment ago: its last fetch is within the age bound on every poll, but never moves on
+    w = CatchUpWatch(7, needed=3)
+    assert [w.observe(good(0)) for _ in range(5)] == [False] * 5
+    assert "has not fetched since the last poll" in w.problem
+    assert [w.observe(good(i)) for i in (1, 2, 3)] == [False, False, True]
 
 
 def test_the_watch_keeps_the_first_directory_id_it_saw():
