@@ -63,6 +63,12 @@ def up(
                                         "own ZooKeeper and brokers, in <dir>/target) to mirror to: kmigrate sandbox "
                                         "env prints KAFKA_TARGET_BOOTSTRAP_SERVERS."),
     target_brokers: int = typer.Option(1, "--target-brokers", help="With --target-cluster: its brokers."),
+    target_kraft: bool = typer.Option(False, "--target-kraft", help="With --target-cluster: the target is a KRaft "
+                                      "cluster (one controller, no ZooKeeper) while the source stays in ZooKeeper "
+                                      "mode, the blue/green move off ZooKeeper (--kraft would make the source KRaft)."),
+    target_kafka_version: Optional[str] = typer.Option(None, "--target-kafka-version", help="With --target-kraft: the "
+                                                       f"target's Kafka release, {KRAFT_RANGE_TEXT} (default "
+                                                       "4.4.0); --kafka-version stays the source's."),
     target_ip_prefix: Optional[str] = typer.Option(None, "--target-ip-prefix", help="With --target-cluster: its "
                                                    "loopback prefix (default: --ip-prefix's third octet plus one)."),
     kafka_version: str = KAFKA_VERSION_OPTION,
@@ -92,7 +98,8 @@ def up(
                   refused={"--zookeepers": zookeepers is not None, "--spare-zookeepers": bool(spare_zookeepers),
                            "--zookeeper-ids": bool(zookeeper_ids), "--spare-zookeeper-ids": bool(spare_zookeeper_ids),
                            "--chroot": bool(chroot), "--security": security.lower() != "plaintext",
-                           "--target-cluster": target_cluster, "--zookeeper-tls": zookeeper_tls,
+                           "--target-cluster": target_cluster, "--target-kraft": target_kraft,
+                           "--target-kafka-version": target_kafka_version is not None, "--zookeeper-tls": zookeeper_tls,
                            "--kraft-controllers": bool(kraft_controllers)})
         return
     for given, option in ((static_quorum, "--static-quorum"), (spare_controllers or spare_controller_ids, "--spare-controllers"),
@@ -117,7 +124,7 @@ def up(
         zookeeper_version=zookeeper_version,
         zookeeper_tls=zookeeper_tls,
     )
-    target = target_spec(spec, target_brokers, target_ip_prefix) if target_cluster else None
+    target = _target(spec, target_cluster, target_brokers, target_ip_prefix, target_kraft, target_kafka_version)
     if kraft_controllers < 0 or (kraft_controllers and not spec.broker_ids):
         raise BadInput(f"--kraft-controllers {kraft_controllers}: give 1 or more, with 1 or more --brokers")
     sandbox = Sandbox(directory)
@@ -142,6 +149,23 @@ def up(
     console.print(f"sandbox up in {elapsed:.1f} s ({sandbox.dir})")
     _print_status(sandbox)
     console.print("\n" + _env_lines(sandbox))
+
+
+def _target(spec: SandboxSpec, target_cluster: bool, brokers: int, ip_prefix: Optional[str], kraft: bool,
+            kafka_version: Optional[str]) -> Optional[SandboxSpec]:
+    """The spec of ``--target-cluster``'s cluster: ZooKeeper mode like the source, or KRaft (``--target-kraft``)."""
+    if not target_cluster:
+        for given, option in ((kraft, "--target-kraft"), (kafka_version is not None, "--target-kafka-version")):
+            if given:
+                raise BadInput(f"{option} needs --target-cluster (a second, separate cluster)")
+        return None
+    if kafka_version is not None and not kraft:
+        raise BadInput("--target-kafka-version needs --target-kraft: a ZooKeeper-mode target runs the source's --kafka-version")
+    if not kraft:
+        return target_spec(spec, brokers, ip_prefix)
+    from migrate.sandbox.kraft_layout import TARGET_KRAFT_VERSION, target_kraft_spec
+
+    return target_kraft_spec(spec, brokers, ip_prefix, kafka_version or TARGET_KRAFT_VERSION)
 
 
 def _up_kraft(brokers, spare_brokers, broker_ids, spare_broker_ids, controllers, spare_controllers, controller_ids,

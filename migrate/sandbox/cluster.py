@@ -312,7 +312,10 @@ class Sandbox:
         if target is not None:  # sandbox up --target-cluster
             tenv = target.env()
             env["KAFKA_TARGET_BOOTSTRAP_SERVERS"] = tenv["KAFKA_BOOTSTRAP_SERVERS"]
-            env["TARGET_ZOOKEEPER_CONNECT"] = tenv["ZOOKEEPER_CONNECT"]
+            if "ZOOKEEPER_CONNECT" in tenv:
+                env["TARGET_ZOOKEEPER_CONNECT"] = tenv["ZOOKEEPER_CONNECT"]
+            else:  # --target-kraft: a KRaft target, its controllers instead of ZooKeeper
+                env["KAFKA_TARGET_BOOTSTRAP_CONTROLLERS"] = tenv["KAFKA_BOOTSTRAP_CONTROLLERS"]
             env.update({"_TARGET_".join(k.split("_", 1)): v for k, v in tenv.items() if k.endswith("COMMAND_CONFIG")})
         return env
 

@@ -240,3 +240,32 @@ def logging_options(kafka_version: str, config_file: str) -> list[str]:
     if uses_log4j2(kafka_version):
         return [f"-Dlog4j2.configurationFile={config_file}"]
     return [f"-Dlog4j.configuration=file:{config_file}"]
+
+
+TARGET_KRAFT_VERSION = "4.4.0"  # sandbox up --target-cluster --target-kraft's default release
+
+
+def target_kraft_spec(spec: SandboxSpec, brokers: int, ip_prefix: str | None = None,
+                      kafka_version: str = TARGET_KRAFT_VERSION) -> SandboxSpec:
+    """The second, separate cluster of ``sandbox up --target-cluster --target-kraft``: a native KRaft cluster (one
+    controller, a dynamic quorum, brokers 1..``brokers``, no ZooKeeper) of ``kafka_version`` (3.9.x to 4.4.x), on
+    its own loopback prefix (as :func:`migrate.sandbox.layout.target_spec`), the source's Kafka port: the new
+    cluster of a blue/green move off ZooKeeper. The source stays a ZooKeeper-mode cluster.
+
+    >>> src = SandboxSpec(zookeeper_ids=(1,), broker_ids=(1,), ip_prefix="127.0.64")
+    >>> t = target_kraft_spec(src, 2)
+    >>> t.kraft, t.kafka_version, t.ip_prefix, [c.address for c in t.controllers], [b.id for b in t.brokers]
+    (True, '4.4.0', '127.0.65', ['127.0.65.1:9093'], [1, 2])
+    >>> target_kraft_spec(src, 1, kafka_version="3.8.1")
+    Traceback (most recent call last):
+    migrate.errors.BadInput: --target-kafka-version 3.8.1: Kafka version '3.8.1' is not supported: give a release from 3.9.x to 4.4.x (three numbers, like 4.1.1)
+    """
+    from migrate.core.versions import check_kraft_kafka_version
+    from migrate.sandbox.layout import target_spec
+
+    check_kraft_kafka_version(kafka_version, "--target-kafka-version")
+    base = target_spec(spec, brokers, ip_prefix)  # the prefix and the broker count, checked as for a ZooKeeper target
+    if base.security != "plaintext":
+        raise BadInput(f"--target-kraft does not go with --security {base.security}: a KRaft sandbox is plaintext")
+    return kraft_spec((FIRST_CONTROLLER_ID,), base.broker_ids, ip_prefix=base.ip_prefix, kafka_port=base.kafka_port,
+                      kafka_version=kafka_version, kafka_heap_mb=base.kafka_heap_mb)

@@ -180,6 +180,12 @@ def test_status_roles_of_a_kraft_sandbox():
     (["--kafka-version", "4.1.2"], "Kafka 4 has no ZooKeeper mode: add --kraft"),
     (["--kraft", "--kafka-version", "3.8.1"], "from 3.9.x to 4.4.x"),
     (["--kraft", "--controller-ids", "1", "--broker-ids", "1"], "node ids repeat"),
+    (["--target-kraft"], "--target-kraft needs --target-cluster"),
+    (["--target-kafka-version", "4.1.2"], "--target-kafka-version needs --target-cluster"),
+    (["--target-cluster", "--target-kafka-version", "4.1.2"], "--target-kafka-version needs --target-kraft"),
+    (["--target-cluster", "--target-kraft", "--target-kafka-version", "3.8.1"], "--target-kafka-version 3.8.1"),
+    (["--target-cluster", "--target-kraft", "--security", "sasl_ssl"], "--target-kraft does not go with --security"),
+    (["--kraft", "--target-kraft"], "--target-kraft does not go with --kraft"),
 ])
 def test_sandbox_up_refusals_are_one_line_exit_2_and_start_nothing(tmp_path, capsys, args, message):
     from migrate.cli import main

@@ -48,7 +48,7 @@ class MirrorCluster:
                         f"check --{self.role}-bootstrap, --{self.role}-command-config and the client's permissions")
 
     def read(self, with_groups: bool = True, with_acls: bool = True,
-             configs_of: Callable[[str], bool] | None = None) -> ClusterReading:
+             configs_of: Callable[[str], bool] | None = None, with_release: bool = False) -> ClusterReading:
         """The cluster as a mirror plan needs it; ``configs_of``: the topics whose configs are read (the
         others get none: a least-privileged principal need not describe the configs of topics not mirrored)."""
         try:
@@ -65,7 +65,28 @@ class MirrorCluster:
             values, defaults = configs.get(name, ({}, frozenset()))
             topics[name] = TopicReading(name, len(parts), rf, values, defaults)
         return ClusterReading(self.settings.bootstrap_servers, str(desc.cluster_id), len(desc.nodes), topics,
-                              self.groups() if with_groups else (), self.acls() if with_acls else None)
+                              self.groups() if with_groups else (), self.acls() if with_acls else None,
+                              self.release() if with_release else None)
+
+    def release(self) -> str | None:
+        """The brokers' Kafka release as ``major.minor`` (``"4.3"``), told by the API versions they answer
+        (ApiVersions, matched by kafka-python; no right needed), or None when it cannot tell. Kafka 4 knows some
+        topic configs no more (``ClusterReading.removed_configs``)."""
+        from kafka.admin import KafkaAdminClient
+
+        from migrate.adapters.kafka.client import kafka_python_config
+
+        client = None
+        try:
+            client = KafkaAdminClient(**kafka_python_config(
+                self.settings, request_timeout_ms=int(self.timeout_s * 1000), client_id="kmigrate"))
+            release = client._client.check_version()
+        except Exception:  # kafka-python raises several kinds; the release is then unknown
+            return None
+        finally:
+            if client is not None:
+                client.close()
+        return ".".join(str(n) for n in release[:2]) if release else None
 
     def topic_configs(self, names: list[str]) -> dict[str, tuple[dict[str, str], frozenset[str]]]:
         """topic -> (every config with a value, the names whose value is Kafka's built-in default)."""

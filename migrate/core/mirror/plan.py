@@ -43,6 +43,13 @@ NEVER_SYNCED = ("min.insync.replicas", "unclean.leader.election.enable", "messag
                 "follower.replication.throttled.replicas")
 # Topic configs kmigrate does not copy either: they name the source's broker ids.
 NOT_COPIED = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+# Topic configs Kafka 4.0 removed (the message formats v0/v1 went, KIP-724; KIP-937's replacement of the timestamp
+# bound): a Kafka 4 target refuses a topic created with one ("Unknown topic config name") and reports none of them.
+REMOVED_IN_KAFKA_4 = {
+    "message.format.version": "Kafka 4 writes only the v2 record format",
+    "message.downconversion.enable": "Kafka 4 serves no v0/v1 fetches",
+    "message.timestamp.difference.max.ms": "Kafka 4 has message.timestamp.before.max.ms and message.timestamp.after.max.ms instead",
+}
 # Consumer groups MirrorMaker 2 leaves out by default (DefaultGroupFilter's groups.exclude).
 GROUPS_EXCLUDED = ("console-consumer-.*", "connect-.*", "__.*")
 # The replication factor of the topics MirrorMaker creates on the target (its own), at most.
@@ -104,6 +111,20 @@ class ClusterReading:
     topics: dict[str, TopicReading]
     groups: tuple[str, ...] = ()
     acls: tuple[AclReading, ...] | None = None
+    release: str | None = None  # the brokers' Kafka release, major.minor (ApiVersions), when read
+
+    def removed_configs(self) -> frozenset[str]:
+        """The topic configs this cluster does not know although older releases did (:data:`REMOVED_IN_KAFKA_4`
+        on Kafka 4 and later; none when the release is unknown).
+
+        >>> sorted(ClusterReading("b:9092", "id", 1, {}, release="4.3").removed_configs())[0]
+        'message.downconversion.enable'
+        >>> ClusterReading("b:9092", "id", 1, {}, release="3.9").removed_configs()
+        frozenset()
+        """
+        if self.release is None or int(self.release.split(".")[0]) < 4:
+            return frozenset()
+        return frozenset(REMOVED_IN_KAFKA_4)
 
 
 @dataclass(frozen=True)
@@ -263,11 +284,17 @@ def _topic_plan(src: TopicReading, tgt: TopicReading | None, target: ClusterRead
     if tgt is None and rf < src.replication_factor:
         warnings.append(f"topic {src.name}: replication factor {src.replication_factor} on the source, capped to {rf} "
                         f"on the target ({target.brokers} broker{'s' if target.brokers != 1 else ''})")
-    create = {k: v for k, v in src.non_default().items() if k not in NOT_COPIED}
+    removed = target.removed_configs()
+    create = {k: v for k, v in src.non_default().items() if k not in NOT_COPIED and k not in removed}
+    dropped = sorted(k for k in src.non_default() if k in removed)
+    if dropped and tgt is None:
+        warnings.append(f"topic {src.name}: " + ", ".join(f"{k}={src.configs[k]}" for k in dropped)
+                        + f" not copied: the target (Kafka {target.release.split('.')[0]}) has no such topic config ("
+                        + "; ".join(REMOVED_IN_KAFKA_4[k] for k in dropped) + ")")
     if tgt is None and "min.insync.replicas" in create and int(create["min.insync.replicas"]) > rf:
         warnings.append(f"topic {src.name}: min.insync.replicas={create['min.insync.replicas']} is more than its "
                         f"replication factor {rf} on the target: producers with acks=all will be refused there")
-    diffs = config_differences(src, tgt) if tgt is not None else {}
+    diffs = {k: d for k, d in config_differences(src, tgt).items() if k not in removed} if tgt is not None else {}
     if tgt is not None:
         if tgt.partitions > src.partitions:
             warnings.append(f"topic {src.name}: {tgt.partitions} partitions on the target, {src.partitions} on the "
@@ -276,7 +303,7 @@ def _topic_plan(src: TopicReading, tgt: TopicReading | None, target: ClusterRead
             warnings.append(f"topic {src.name} exists on the target with other configs: "
                             + ", ".join(f"{k}={t} (source {s})" for k, (s, t) in diffs.items()))
     never = {k: (src.configs.get(k), None if tgt is None else tgt.configs.get(k)) for k in NEVER_SYNCED
-             if k not in NOT_COPIED and (k in create or (tgt is not None and src.configs.get(k) != tgt.configs.get(k)))}
+             if k not in NOT_COPIED and k not in removed and (k in create or (tgt is not None and src.configs.get(k) != tgt.configs.get(k)))}
     return TopicPlan(src.name, src, tgt, rf, create, diffs, never, tuple(warnings))
 
 

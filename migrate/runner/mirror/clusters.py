@@ -109,7 +109,8 @@ def read_plan(req: Request, clusters: Clusters) -> MirrorPlan:
     clusters.settings("source")  # both sides' settings first: a bad command config is named before any wait
     clusters.settings("target")
     source = clusters.source.read(configs_of=wanted)
-    target = clusters.target.read(with_groups=False, with_acls=False, configs_of=wanted)
+    # the target's release: a Kafka 4 target (KRaft) refuses topic configs it removed (core.mirror.plan.REMOVED_IN_KAFKA_4)
+    target = clusters.target.read(with_groups=False, with_acls=False, configs_of=wanted, with_release=True)
     return plan_mirror(source, target, req.topics, req.groups)
 
 

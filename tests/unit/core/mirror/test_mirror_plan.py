@@ -193,3 +193,33 @@ def test_config_differences_cover_non_default_values_on_either_side_but_not_thro
 def test_heartbeat_records_give_their_timestamp():
     assert heartbeat_timestamp(struct.pack(">hq", 0, 1_700_000_000_123)) == 1_700_000_000_123
     assert heartbeat_timestamp(None) is None and heartbeat_timestamp(b"\x00") is None
+
+
+def _legacy_source() -> ClusterReading:
+    return cluster("src", 1, topic("legacy", 1, 1, message_format_version="2.8", message_downconversion_enable="false",
+                                   message_timestamp_difference_max_ms="60000", retention_ms="3600000"))
+
+
+def test_a_kafka_4_target_gets_no_topic_config_kafka_4_removed_and_a_warning_names_them():
+    target = ClusterReading("tgt:9092", "tgt", 1, {}, release="4.3")
+    legacy = plan_mirror(_legacy_source(), target).topics[0]
+    assert legacy.create_configs == {"retention.ms": "3600000"}
+    assert legacy.never_synced == {}
+    (warning,) = legacy.warnings
+    assert warning.startswith("topic legacy: message.downconversion.enable=false, message.format.version=2.8, "
+                              "message.timestamp.difference.max.ms=60000 not copied: the target (Kafka 4)")
+
+
+def test_a_3_x_target_or_one_of_unknown_release_still_gets_them():
+    for release in ("3.9", None):
+        legacy = plan_mirror(_legacy_source(), ClusterReading("tgt:9092", "tgt", 1, {}, release=release)).topics[0]
+        assert legacy.create_configs["message.format.version"] == "2.8"
+        assert legacy.create_configs["message.timestamp.difference.max.ms"] == "60000"
+        assert legacy.warnings == ()
+
+
+def test_an_existing_topic_on_a_kafka_4_target_does_not_differ_by_the_configs_it_cannot_have():
+    target = ClusterReading("tgt:9092", "tgt", 1, {"legacy": topic("legacy", 1, 1, retention_ms="3600000")}, release="4.0")
+    legacy = plan_mirror(_legacy_source(), target).topics[0]
+    assert not legacy.to_create
+    assert legacy.config_differences == {} and legacy.never_synced == {} and legacy.warnings == ()
