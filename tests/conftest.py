@@ -43,6 +43,7 @@ MODULE_SECONDS = {
     "test_demo_cross_cluster.py": 125,
     "test_mirror_security.py": 120,
     "test_mirror.py": 119,
+    "test_mirror_kraft.py": 55,  # 3.9 ZooKeeper -> 4.4 KRaft, 3 tests: 50-58 s alone through itest (mirror-kraft, 2026-11-27)
     "test_partitions_stall.py": 118,
     "test_partitions_resume.py": 118,
     "test_verify_clusters.py": 101,
