@@ -2,7 +2,8 @@
 cluster (``sandbox up --target-cluster --target-kraft``): 1 ZooKeeper and 1 broker, then 1 controller and 1 broker.
 
 MirrorMaker 2 (the 3.9 jars kmigrate fetches) copies two topics, one with topic configs Kafka 4 removed
-(``message.format.version``, ``message.downconversion.enable``: the target would refuse the topic); the gated
+(``message.format.version``, ``message.downconversion.enable``, ``message.timestamp.difference.max.ms``: the
+target would refuse the topic); the gated
 cut-over sets the group's translated offsets on the target (nothing on the target reads ZooKeeper); a consumer of
 that group on the target then reads every record it had not read on the source, plus exactly the duplicates reported.
 """
@@ -36,7 +37,8 @@ pytestmark = pytest.mark.integration
 ORDERS, LEGACY, GROUP = "kr-orders", "kr-legacy", "kr-app"
 COUNTS = {ORDERS: 300, LEGACY: 20}
 PARTITIONS = {ORDERS: 2, LEGACY: 1}
-LEGACY_CONFIGS = {"message.format.version": "2.8", "message.downconversion.enable": "false", "retention.ms": "3600000"}
+LEGACY_CONFIGS = {"message.format.version": "2.8", "message.downconversion.enable": "false",
+                  "message.timestamp.difference.max.ms": "86400000", "retention.ms": "3600000"}
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +113,8 @@ def test_mirror_start_copies_every_record_and_leaves_out_the_configs_kafka_4_rem
     got = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, LEGACY)])
     configs = next(iter(got.values())).result(timeout=30)
     assert configs["retention.ms"].value == "3600000" and "message.format.version" not in configs
+    # the removed timestamp bound, carried by the two that replaced it
+    assert configs["message.timestamp.before.max.ms"].value == configs["message.timestamp.after.max.ms"].value == "86400000"
 
 
 def test_the_cutover_switches_the_group_with_translated_offsets_and_nothing_lost(clusters, mirrored, state_dir, capsys):

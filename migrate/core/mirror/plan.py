@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from migrate.errors import BadInput
@@ -48,7 +48,8 @@ NOT_COPIED = ("leader.replication.throttled.replicas", "follower.replication.thr
 REMOVED_IN_KAFKA_4 = {
     "message.format.version": "Kafka 4 writes only the v2 record format",
     "message.downconversion.enable": "Kafka 4 serves no v0/v1 fetches",
-    "message.timestamp.difference.max.ms": "Kafka 4 has message.timestamp.before.max.ms and message.timestamp.after.max.ms instead",
+    "message.timestamp.difference.max.ms": "written as message.timestamp.before.max.ms and after.max.ms where those "
+                                           "are at their defaults, as Kafka 3.6-3.9 read it",
 }
 # Consumer groups MirrorMaker 2 leaves out by default (DefaultGroupFilter's groups.exclude).
 GROUPS_EXCLUDED = ("console-consumer-.*", "connect-.*", "__.*")
@@ -278,6 +279,36 @@ def heartbeat_timestamp(value: bytes | None) -> int | None:
     return struct.unpack_from(">hq", value, 0)[1]
 
 
+TIMESTAMP_BOUNDS = ("message.timestamp.before.max.ms", "message.timestamp.after.max.ms")
+
+
+def _as_on(src: TopicReading, removed: frozenset[str]) -> TopicReading:
+    """The source topic's configs as a target without the ``removed`` configs would hold them: those left out, and
+    ``message.timestamp.difference.max.ms`` carried by the bounds it stood for (Kafka 3.6-3.9 use its value for
+    ``message.timestamp.before.max.ms`` and ``after.max.ms`` while these are at their defaults, KIP-937).
+
+    >>> t = TopicReading("t", 1, 1, {"message.timestamp.difference.max.ms": "60000", "message.format.version": "2.8",
+    ...     "message.timestamp.before.max.ms": "9223372036854775807", "message.timestamp.after.max.ms": "5000"},
+    ...     frozenset({"message.timestamp.before.max.ms"}))
+    >>> _as_on(t, frozenset(REMOVED_IN_KAFKA_4)).non_default()
+    {'message.timestamp.after.max.ms': '5000', 'message.timestamp.before.max.ms': '60000'}
+    >>> _as_on(t, frozenset()) is t
+    True
+    """
+    if not removed:
+        return src
+    non_default = src.non_default()
+    configs = {k: v for k, v in src.configs.items() if k not in removed}
+    defaults = set(src.defaults) - removed
+    difference = non_default.get("message.timestamp.difference.max.ms")
+    if difference is not None and "message.timestamp.difference.max.ms" in removed:
+        for bound in TIMESTAMP_BOUNDS:
+            if bound not in non_default:
+                configs[bound] = difference
+                defaults.discard(bound)
+    return replace(src, configs=configs, defaults=frozenset(defaults))
+
+
 def _topic_plan(src: TopicReading, tgt: TopicReading | None, target: ClusterReading) -> TopicPlan:
     rf = min(src.replication_factor, max(target.brokers, 1))
     warnings: list[str] = []
@@ -285,16 +316,17 @@ def _topic_plan(src: TopicReading, tgt: TopicReading | None, target: ClusterRead
         warnings.append(f"topic {src.name}: replication factor {src.replication_factor} on the source, capped to {rf} "
                         f"on the target ({target.brokers} broker{'s' if target.brokers != 1 else ''})")
     removed = target.removed_configs()
-    create = {k: v for k, v in src.non_default().items() if k not in NOT_COPIED and k not in removed}
     dropped = sorted(k for k in src.non_default() if k in removed)
     if dropped and tgt is None:
         warnings.append(f"topic {src.name}: " + ", ".join(f"{k}={src.configs[k]}" for k in dropped)
                         + f" not copied: the target (Kafka {target.release.split('.')[0]}) has no such topic config ("
                         + "; ".join(REMOVED_IN_KAFKA_4[k] for k in dropped) + ")")
+    original, src = src, _as_on(src, removed)
+    create = {k: v for k, v in src.non_default().items() if k not in NOT_COPIED}
     if tgt is None and "min.insync.replicas" in create and int(create["min.insync.replicas"]) > rf:
         warnings.append(f"topic {src.name}: min.insync.replicas={create['min.insync.replicas']} is more than its "
                         f"replication factor {rf} on the target: producers with acks=all will be refused there")
-    diffs = {k: d for k, d in config_differences(src, tgt).items() if k not in removed} if tgt is not None else {}
+    diffs = config_differences(src, tgt) if tgt is not None else {}
     if tgt is not None:
         if tgt.partitions > src.partitions:
             warnings.append(f"topic {src.name}: {tgt.partitions} partitions on the target, {src.partitions} on the "
@@ -303,8 +335,8 @@ def _topic_plan(src: TopicReading, tgt: TopicReading | None, target: ClusterRead
             warnings.append(f"topic {src.name} exists on the target with other configs: "
                             + ", ".join(f"{k}={t} (source {s})" for k, (s, t) in diffs.items()))
     never = {k: (src.configs.get(k), None if tgt is None else tgt.configs.get(k)) for k in NEVER_SYNCED
-             if k not in NOT_COPIED and k not in removed and (k in create or (tgt is not None and src.configs.get(k) != tgt.configs.get(k)))}
-    return TopicPlan(src.name, src, tgt, rf, create, diffs, never, tuple(warnings))
+             if k not in NOT_COPIED and (k in create or (tgt is not None and src.configs.get(k) != tgt.configs.get(k)))}
+    return TopicPlan(src.name, original, tgt, rf, create, diffs, never, tuple(warnings))
 
 
 # ====================================================================== mm2.properties

@@ -203,8 +203,11 @@ def _legacy_source() -> ClusterReading:
 def test_a_kafka_4_target_gets_no_topic_config_kafka_4_removed_and_a_warning_names_them():
     target = ClusterReading("tgt:9092", "tgt", 1, {}, release="4.3")
     legacy = plan_mirror(_legacy_source(), target).topics[0]
-    assert legacy.create_configs == {"retention.ms": "3600000"}
+    # the timestamp bound carried as Kafka 3.6-3.9 read it: both new bounds at their defaults take its value
+    assert legacy.create_configs == {"message.timestamp.after.max.ms": "60000", "message.timestamp.before.max.ms": "60000",
+                                     "retention.ms": "3600000"}
     assert legacy.never_synced == {}
+    assert legacy.source.configs["message.format.version"] == "2.8"  # the plan shows the source as read
     (warning,) = legacy.warnings
     assert warning.startswith("topic legacy: message.downconversion.enable=false, message.format.version=2.8, "
                               "message.timestamp.difference.max.ms=60000 not copied: the target (Kafka 4)")
@@ -219,7 +222,9 @@ def test_a_3_x_target_or_one_of_unknown_release_still_gets_them():
 
 
 def test_an_existing_topic_on_a_kafka_4_target_does_not_differ_by_the_configs_it_cannot_have():
-    target = ClusterReading("tgt:9092", "tgt", 1, {"legacy": topic("legacy", 1, 1, retention_ms="3600000")}, release="4.0")
+    on_target = topic("legacy", 1, 1, retention_ms="3600000", message_timestamp_before_max_ms="60000",
+                      message_timestamp_after_max_ms="60000")
+    target = ClusterReading("tgt:9092", "tgt", 1, {"legacy": on_target}, release="4.0")
     legacy = plan_mirror(_legacy_source(), target).topics[0]
     assert not legacy.to_create
     assert legacy.config_differences == {} and legacy.never_synced == {} and legacy.warnings == ()
