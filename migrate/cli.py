@@ -45,6 +45,7 @@ _COMMANDS: tuple[tuple[str, str, Callable], ...] = (
     ("mirror", "mirror.app", lambda m: app.add_typer(m.app, name="mirror")),
     ("kraft", "kraft.app", lambda m: app.add_typer(m.app, name="kraft")),
     ("controllers", "controllers.app", lambda m: app.add_typer(m.app, name="controllers")),
+    ("brokers", "brokers.app", lambda m: app.add_typer(m.app, name="brokers")),
 )
 _added: set[str] = set()
 

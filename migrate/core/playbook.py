@@ -171,10 +171,43 @@ class KraftSettings:
 
 
 @dataclass(frozen=True)
+class ControllerSettings:
+    """The ``controllers:`` section: a KRaft cluster's controller quorum moving to new machines (KIP-853).
+    ``voters``: the controllers that are voters now; ``add``: the new ones (they join as observers, then become
+    voters); ``remove``: ids of ``voters`` that leave; ``listener_name``: the controller listener. Sorted by id."""
+
+    voters: tuple[KraftController, ...]
+    add: tuple[KraftController, ...] = ()
+    remove: tuple[int, ...] = ()
+    listener_name: str = DEFAULT_CONTROLLER_LISTENER
+
+    @property
+    def staying(self) -> tuple[KraftController, ...]:
+        """The voters after the move: the current ones not removed, then the new ones."""
+        return tuple(c for c in self.voters if c.id not in self.remove) + self.add
+
+    @property
+    def bootstrap_now(self) -> str:
+        """``controller.quorum.bootstrap.servers`` (and ``--bootstrap-controller``) of the quorum now."""
+        return ",".join(c.address for c in self.voters)
+
+    @property
+    def bootstrap_during(self) -> str:
+        """``controller.quorum.bootstrap.servers`` while the voters change: the current and the new controllers."""
+        return ",".join(c.address for c in self.voters + self.add)
+
+    @property
+    def bootstrap_after(self) -> str:
+        """``controller.quorum.bootstrap.servers`` after the move: the voters that stay, the new ones."""
+        return ",".join(c.address for c in self.staying)
+
+
+@dataclass(frozen=True)
 class Playbook:
     """A validated playbook. ``source`` is the name used in messages (the file name); ``kraft`` is
     ``None`` when the playbook has no ``kraft:`` section; ``zookeeper`` is ``None`` when it has no
-    ``zookeeper:`` section (a KRaft cluster: no ZooKeeper to read or change)."""
+    ``zookeeper:`` section (a KRaft cluster: no ZooKeeper to read or change); ``controllers`` is ``None`` when it has
+    no ``controllers:`` section (a KRaft cluster's controller quorum moving to new machines)."""
 
     source: str
     kafka: KafkaSettings
@@ -182,6 +215,7 @@ class Playbook:
     brokers: BrokerSettings = field(default_factory=BrokerSettings)
     migration: MigrationSettings = field(default_factory=MigrationSettings)
     kraft: KraftSettings | None = None
+    controllers: ControllerSettings | None = None
 
 
 # --------------------------------------------------------------------------- throttle
@@ -372,6 +406,16 @@ def _build(doc: dict[str, Any], where: str) -> Playbook:
     if migration.bookkeeping_topic in (".", ".."):
         raise _fail(where, "migration.bookkeeping_topic", "'.' and '..' are not topic names")
     kraft = _build_kraft(doc["kraft"], where) if doc.get("kraft") is not None else None
+    controllers = _build_controllers(doc["controllers"], where) if doc.get("controllers") is not None else None
+    if controllers is not None and (zookeeper is not None or kraft is not None):
+        raise _fail(where, "controllers", "moves the controller quorum of a KRaft cluster; this playbook's "
+                                          f"{'kraft' if kraft is not None else 'zookeeper'}: section says the cluster "
+                                          "is in ZooKeeper mode: finish the move to KRaft first, then a playbook "
+                                          "without it")
+    controller_ids = {c.id for c in controllers.voters + controllers.add} if controllers is not None else set()
+    for bid in sorted({*mapping, *mapping.values(), *new, *keep} & controller_ids):
+        raise _fail(where, "controllers", f"id {bid} is both a controller and a broker: a KRaft node id is one or "
+                                          "the other (dedicated controllers)")
     return Playbook(
         source=where[len("playbook ") :],
         kafka=kafka,
@@ -379,6 +423,7 @@ def _build(doc: dict[str, Any], where: str) -> Playbook:
         brokers=BrokerSettings(mapping=mapping, new=new, keep=tuple(sorted(keep))),
         migration=migration,
         kraft=kraft,
+        controllers=controllers,
     )
 
 
@@ -444,3 +489,37 @@ def _build_kraft(k: dict[str, Any], where: str) -> KraftSettings:
         security_protocol=k.get("security_protocol", "PLAINTEXT"),
         metadata_log_dir=k.get("metadata_log_dir", DEFAULT_METADATA_LOG_DIR).rstrip("/") or "/",
     )
+
+
+def _build_controllers(c: dict[str, Any], where: str) -> ControllerSettings:
+    """The ``controllers:`` section (already schema-checked): each id and address once, ``add`` new ids,
+    ``remove`` ids of ``voters``, at least one voter left."""
+    ids: dict[int, str] = {}
+    addresses: dict[str, str] = {}
+    lists: dict[str, list[KraftController]] = {"voters": [], "add": []}
+    for key in ("voters", "add"):
+        for i, n in enumerate(c.get(key) or []):
+            node = KraftController(id=n["id"], host=n["host"].strip("[]"), port=n.get("port", DEFAULT_CONTROLLER_PORT))
+            here = f"controllers.{key}[{i}]"
+            if node.id in ids:
+                raise _fail(where, f"{here}.id", f"controller id {node.id} is listed twice (also {ids[node.id]}): "
+                                                 "a new controller needs an id no controller has")
+            if node.address in addresses:
+                raise _fail(where, here, f"{node.address} is also {addresses[node.address]}: give each controller its "
+                                         "own host or port")
+            ids[node.id], addresses[node.address] = here, here
+            lists[key].append(node)
+    voters = {n.id for n in lists["voters"]}
+    remove: list[int] = []
+    for i, nid in enumerate(c.get("remove") or []):
+        if nid in remove:
+            raise _fail(where, f"controllers.remove[{i}]", f"controller id {nid} is listed twice")
+        if nid not in voters:
+            raise _fail(where, f"controllers.remove[{i}]", f"controller {nid} is not in controllers.voters: only a "
+                                                          "voter can be removed")
+        remove.append(nid)
+    if voters and voters <= set(remove) and not lists["add"]:
+        raise _fail(where, "controllers.remove", "removes every voter and adds none: the quorum needs a voter")
+    return ControllerSettings(voters=tuple(sorted(lists["voters"], key=lambda n: n.id)),
+                              add=tuple(sorted(lists["add"], key=lambda n: n.id)), remove=tuple(sorted(remove)),
+                              listener_name=c.get("listener_name", DEFAULT_CONTROLLER_LISTENER))
