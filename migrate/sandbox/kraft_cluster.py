@@ -367,7 +367,8 @@ class KraftCluster:
 
 def kraft_playbook(spec: SandboxSpec, throttle: str = "50MB/s") -> str:
     """A native KRaft sandbox's playbook (pure): brokers old -> spare ones one to one (kept when there are no
-    spares, or not as many), no ``zookeeper:`` section.
+    spares, or not as many), no ``zookeeper:`` section; a ``controllers:`` section: the voters, and the spare
+    controllers replacing as many voters, in order.
 
     >>> print(kraft_playbook(kl.kraft_spec((3000,), (1, 2), spare_controller_ids=(3001,), spare_broker_ids=(3, 4))))
     # Written by kmigrate sandbox up --kraft: a KRaft cluster (no ZooKeeper), brokers 1,2 -> 3,4.
@@ -379,6 +380,10 @@ def kraft_playbook(spec: SandboxSpec, throttle: str = "50MB/s") -> str:
       new:
         3: {availability_domain: AD-3, fault_domain: FD-1}
         4: {availability_domain: AD-1, fault_domain: FD-2}
+    controllers:
+      voters: [{id: 3000, host: 127.0.0.1, port: 9093}]
+      add: [{id: 3001, host: 127.0.0.2, port: 9093}]
+      remove: [3000]
     migration:
       throttle: 50MB/s
     <BLANKLINE>
@@ -397,11 +402,16 @@ def kraft_playbook(spec: SandboxSpec, throttle: str = "50MB/s") -> str:
     voters = [c for c in spec.controllers if not c.spare]
     spares = [c for c in spec.controllers if c.spare]
     quorum = "static quorum (kraft.version 0)" if spec.static_quorum else "dynamic quorum (kraft.version 1)"
+    node = lambda c: f"{{id: {c.id}, host: {c.host}, port: {c.port}}}"  # noqa: E731
+    controllers = "controllers:\n  voters: [" + ", ".join(node(c) for c in voters) + "]\n"
+    if spares:  # each spare replaces a voter, in order
+        controllers += ("  add: [" + ", ".join(node(c) for c in spares) + "]\n"
+                        f"  remove: [{', '.join(str(c.id) for c in voters[:len(spares)])}]\n")
     return (f"# Written by kmigrate sandbox up --kraft: a KRaft cluster (no ZooKeeper), {what}.\n"
             f"# Controllers (port {CONTROLLER_PORT}): voters {ids(voters)}"
             + (f", spares (observers) {ids(spares)}" if spares else "") + f"; {quorum}.\n"
             f'kafka:\n  bootstrap_servers: "{spec.bootstrap_servers(spare=False)}"\n'
-            + brokers + f"migration:\n  throttle: {throttle}\n")
+            + brokers + controllers + f"migration:\n  throttle: {throttle}\n")
 
 
 def _log4j(log_file: str) -> str:

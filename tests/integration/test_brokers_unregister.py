@@ -2,10 +2,11 @@
 broker stopped, then ``kmigrate brokers unregister`` removes its registration (UnregisterBroker at the active
 controller), on real Kafka 4.4.0 processes with no ZooKeeper.
 
-One small sandbox: controller 3000 (a quorum of one), brokers 1 and 2, spare broker 3 (empty). Refusals first (one
+One small sandbox: controllers 3000 and 3001 (a dynamic quorum), brokers 1 and 2, spare broker 3 (empty). Refusals first (one
 line, exit 2, the registrations unchanged): a running broker, a stopped broker still hosting replicas, a controller's
 id. Then the move, the stop, the unregistration, read back in DescribeCluster with fenced brokers (v2), and a rerun
-that finds it already done.
+that finds it already done. Last, controller 3001 removed from the voters and stopped: the report names it if
+Kafka keeps its registration.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from migrate.adapters.kafka.registrations import broker_registrations
+from migrate.adapters.kraft.registrations import broker_registrations
 from migrate.sandbox.testing import running_sandbox
 
 from cli_support import run, run_json
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.integration
 
 KAFKA = "4.4.0"
 TOPIC = "retiring"
-SPEC = dict(zookeeper_ids=(), controller_ids=(3000,), broker_ids=(1, 2), spare_broker_ids=(3,), kafka_version=KAFKA)
+SPEC = dict(zookeeper_ids=(), controller_ids=(3000, 3001), broker_ids=(1, 2), spare_broker_ids=(3,), kafka_version=KAFKA)
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +103,28 @@ def test_moved_stopped_unregistered_and_gone(cluster, capsys):
     assert _registrations(sandbox) == {1: False, 3: False}
     code, out, err = run(capsys, "health", "--bootstrap-server", sandbox.spec.bootstrap_servers(spare=True))
     assert code == 0, out + err
+
+
+def test_a_removed_controller_still_registered_is_reported(cluster, capsys):
+    from migrate.adapters.kafka.voters import controller_features, describe_cluster_controllers, read_quorum, remove_voter
+    from migrate.sandbox.kraft_cluster import KraftCluster
+
+    sandbox, _ = cluster
+    controllers = sandbox.spec.bootstrap_controllers(spare=False).split(",")
+    _leader, quorum = read_quorum(controllers)
+    follower = next(v.id for v in quorum.voters if v.id != quorum.leader_id)
+    remove_voter(controllers, follower, KraftCluster(sandbox).directory_id(follower))
+    sandbox.stop(f"controller-{follower}")
+    remaining = [a for a in controllers if not a.startswith(sandbox.spec.host(1 if follower == 3000 else 2) + ":")]
+    leader, quorum = read_quorum(remaining)
+    assert [v.id for v in quorum.voters] == [quorum.leader_id] != follower
+    registered = set(describe_cluster_controllers(leader)["controllers"])
+    code, doc, err = run_json(capsys, "brokers", "unregister", "--broker-list", "2", "--bootstrap-server",
+                              sandbox.spec.bootstrap_servers(spare=True), "--bootstrap-controller", ",".join(remaining))
+    assert code == 0 and doc["already_gone"] == [2], (doc, err)
+    mv = controller_features(leader)["finalized"].get("metadata.version")
+    print(f"Kafka {KAFKA} (metadata.version level {mv}): controllers registered after removing {follower}: "
+          f"{sorted(registered)}")
+    assert doc["ghost_controllers"] == sorted(registered - {quorum.leader_id}), (doc, registered)
+    assert follower in registered  # Kafka 4.4.0 keeps it (KAFKA-20295): the report names it
+    assert "KAFKA-20295" in doc["notes"][0] and str(follower) in doc["notes"][0]

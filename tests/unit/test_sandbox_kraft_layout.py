@@ -141,8 +141,14 @@ def test_playbook_parses_without_a_zookeeper_section():
     book = parse_playbook(kraft_cluster.kraft_playbook(SPEC))
     assert book.zookeeper is None and book.kafka.bootstrap_servers == SPEC.bootstrap_servers(spare=False)
     assert dict(book.brokers.mapping) == {101: 411, 205: 512, 310: 613}
+    assert book.controllers.bootstrap_now == SPEC.bootstrap_controllers(spare=False)
+    assert book.controllers.bootstrap_after == SPEC.bootstrap_controllers(spare=True)
+    assert [c.id for c in book.controllers.add] == [3003, 3004, 3005] and book.controllers.remove == (3000, 3001, 3002)
     kept = parse_playbook(kraft_cluster.kraft_playbook(kl.kraft_spec((3000,), (1, 2), static_quorum=True)))
     assert list(kept.brokers.keep) == [1, 2]
+    assert [c.id for c in kept.controllers.voters] == [3000] and not kept.controllers.add and not kept.controllers.remove
+    fewer = parse_playbook(kraft_cluster.kraft_playbook(kl.kraft_spec((3000, 3001, 3002), (1,), spare_controller_ids=(3003,))))
+    assert fewer.controllers.remove == (3000,) and [c.id for c in fewer.controllers.staying] == [3001, 3002, 3003]
 
 
 def test_uuids_and_the_quorum_as_read():

@@ -25,6 +25,7 @@ from migrate.core.model import ClusterSnapshot
 from migrate.core.zookeeper.config import DynamicConfig
 from migrate.core.zookeeper.change import Change, is_reached, joiner_config, single_reconfig, target_config
 from migrate.core.units import format_connect, parse_connect
+from migrate.core.versions import release_tuple
 from migrate.core.plan.targets import account_bytes, replica_targets, shown_ids
 from migrate.core.plan.document import (
     BrokerTotal,
@@ -39,6 +40,7 @@ from migrate.core.plan.document import (
     reassignment_json,
 )
 from migrate.core.kraft.runbook import kraft_steps, numbered, upgrade_steps
+from migrate.core.plan.kraft_cluster import controller_steps, retire_steps
 from migrate.core.ledger import DEFAULT_TOPIC
 from migrate.core.playbook import DEFAULT_THROTTLE_BYTES_PER_S, Playbook
 
@@ -148,11 +150,13 @@ def build_runbook(
     command_config: str | None = None,
     kraft: bool = False,
     cluster_id: str | None = None,
+    bootstrap_controller: str | None = None,
 ) -> tuple[RunbookStep, ...]:
     """The ordered runbook: audit, ZooKeeper joiners, first rolling restart, reconfig, second
     rolling restart, new brokers, the plan again, verify snapshot, partitions, verify compare, decommission.
     Steps that do not apply (no ZooKeeper change, no broker mapping) are left out. ``kraft``: a KRaft cluster (no
-    ZooKeeper): new brokers are formatted and registered with the controllers, old ones unregistered."""
+    ZooKeeper): new brokers are formatted and registered with the controllers, old ones stopped and unregistered
+    (``kmigrate brokers unregister``, at ``bootstrap_controller``: the controllers' listeners)."""
     steps: list[tuple[str, str, str, str]] = []
     fields = {"plan": plan_file, "playbook": playbook_file, "bootstrap": bootstrap}
     c = {k: v.format(add="{add}", remove="{remove}", **fields) for k, v in RUNBOOK_COMMANDS.items()}
@@ -224,14 +228,13 @@ def build_runbook(
             what.append(f"brokers {shown_ids(old_brokers)}")
         if old_zk:
             what.append(f"ZooKeeper servers {shown_ids(old_zk)}")
-        if kraft:  # a stale registration blocks the next metadata.version upgrade
-            how = ("Stop the old brokers once kmigrate reports them empty, then unregister each from the controllers "
-                   f"(kafka-cluster.sh unregister --bootstrap-server {bootstrap} --id N).")
-            check = "the old brokers host no replica, lead nothing and are no longer registered"
+        if kraft and not old_zk:  # stopped, then unregistered: a stale registration blocks the next MV upgrade
+            steps += retire_steps(old_brokers, bootstrap=bootstrap, bootstrap_controller=bootstrap_controller,
+                                  command_config=command_config)
         else:
             how = "Stop and remove the old nodes once kmigrate reports them empty."
             check = "the old brokers host no replica and lead nothing; the old ZooKeeper servers are not in /zookeeper/config"
-        steps.append(("operator", f"decommission {' and '.join(what)}", how, check))
+            steps.append(("operator", f"decommission {' and '.join(what)}", how, check))
     return tuple(RunbookStep(i + 1, a, cmd, d, chk) for i, (a, cmd, d, chk) in enumerate(steps))
 
 
@@ -246,6 +249,20 @@ def with_kraft(runbook: Sequence[RunbookStep], snapshot: ClusterSnapshot, playbo
                         zookeeper_servers=tuple(s.id for s in snapshot.zookeeper.servers),
                         zookeeper_connect=playbook.zookeeper.connect, playbook_file=playbook.source,
                         bootstrap=bootstrap, command_config=command_config)
+    return numbered(rows, 1)
+
+
+def with_controllers(runbook: Sequence[RunbookStep], snapshot: ClusterSnapshot,
+                     playbook: Playbook) -> tuple[RunbookStep, ...]:
+    """``runbook`` with the controller quorum's move of ``playbook.controllers`` (``migrate.core.plan.kraft_cluster``)
+    right after the audit, before the brokers move: the new brokers then start knowing the new controllers."""
+    assert playbook.controllers is not None
+    releases = sorted({b.version for b in snapshot.brokers if b.alive and b.version},
+                      key=lambda v: release_tuple(v) or (0, 0))
+    rows = [(s.actor, s.command, s.description, s.check) for s in runbook]
+    rows[1:1] = controller_steps(playbook.controllers, bootstrap=playbook.kafka.bootstrap_servers,
+                                 command_config=playbook.kafka.command_config,
+                                 kafka_version=releases[0] if releases else None)
     return numbered(rows, 1)
 
 
@@ -309,7 +326,10 @@ def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bo
     runbook = build_runbook(zk, mapping, new_brokers, {b: racks.get(b) for b in new_brokers},
                             has_moves=bool(moves), plan_file=plan_file, playbook_file=playbook.source,
                             bootstrap=playbook.kafka.bootstrap_servers, command_config=playbook.kafka.command_config,
-                            kraft=not snapshot.zookeeper.connect, cluster_id=snapshot.cluster_id)
+                            kraft=not snapshot.zookeeper.connect, cluster_id=snapshot.cluster_id,
+                            bootstrap_controller=playbook.controllers.bootstrap_after if playbook.controllers else None)
+    if playbook.controllers is not None:
+        runbook = with_controllers(runbook, snapshot, playbook)
     if playbook.kraft is not None:
         runbook = with_kraft(runbook, snapshot, playbook)
         if zk is not None:

@@ -5,7 +5,7 @@ whether each retired broker's listener still answers, every partition's replicas
 (the controllers' ids and the active controller); :func:`migrate.core.brokers.unregister.check_unregister` decides;
 each registration is removed with UnregisterBroker at the active controller (BROKER_ID_NOT_REGISTERED: already
 done), then the registrations are read again until none of them is left. Last, the controllers still registered
-that are not in the quorum any more are reported (Kafka keeps them before 4.4).
+that are not voters are reported (Kafka keeps a removed controller registered, KAFKA-20295: seen on 4.4.0 too).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def run_unregister(broker_ids: Sequence[int], *, broker_settings: ClientSettings
                    controller_settings: ClientSettings | None, report: Callable[[str], None] = lambda _m: None,
                    confirm_timeout_s: float = CONFIRM_TIMEOUT_S) -> UnregisterResult:
     """Unregister ``broker_ids`` (see the module docstring); BadInput (nothing changed) when one may not go."""
-    from migrate.adapters.kafka.registrations import broker_registrations, listening
+    from migrate.adapters.kraft.registrations import broker_registrations, listening
     from migrate.adapters.kafka.voters import VoterChangeError, describe_cluster_controllers, read_quorum, unregister_broker
 
     started = time.monotonic()
@@ -101,10 +101,9 @@ def run_unregister(broker_ids: Sequence[int], *, broker_settings: ClientSettings
                          "was accepted: run the same command again")
     _leader, quorum = read_quorum(controllers, controller_settings)
     registered = describe_cluster_controllers(_leader, controller_settings) or {"controllers": {}}
-    result.ghost_controllers = ghost_controllers(registered["controllers"], [v.id for v in quorum.voters],
-                                                 [o.id for o in quorum.observers])
+    result.ghost_controllers = ghost_controllers(registered["controllers"], [v.id for v in quorum.voters])
     if result.ghost_controllers:
-        result.notes.append(f"controller(s) {ids_text(result.ghost_controllers)} removed from the voters are still "
-                            f"registered: {GHOST_CONTROLLERS_NOTE}")
+        result.notes.append(f"controller(s) {ids_text(result.ghost_controllers)} are registered but not voters "
+                            f"(removed, or not added yet): {GHOST_CONTROLLERS_NOTE}")
     result.seconds = time.monotonic() - started
     return result

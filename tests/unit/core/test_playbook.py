@@ -107,7 +107,7 @@ ERRORS = [
     ("- kafka", " is not a YAML mapping (it is a list)"),
     ("just text", " is not a YAML mapping (it is 'just text')"),
     ("", " is empty"),
-    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: z}\nbogus: 1", ": unknown field 'bogus' (allowed: brokers, kafka, kraft, migration, zookeeper)"),
+    ("kafka: {bootstrap_servers: 'h:1'}\nzookeeper: {connect: z}\nbogus: 1", ": unknown field 'bogus' (allowed: brokers, controllers, kafka, kraft, migration, zookeeper)"),
 ]
 
 
@@ -188,3 +188,37 @@ def test_every_kraft_error_is_one_line_naming_the_field(text, expected):
     msg = exc.value.message
     assert "\n" not in msg
     assert msg.startswith("playbook bad.yaml" + expected), msg
+
+
+def test_controllers_section_voters_add_remove():
+    pb = parse_playbook('kafka: {bootstrap_servers: "h:9092"}\ncontrollers:\n'
+                        '  voters: [{id: 3, host: c3}, {id: 1, host: c1}, {id: 2, host: "[::1]", port: 9095}]\n'
+                        '  add: [{id: 7, host: c7}]\n  remove: [1]\n  listener_name: CTRL\n')
+    c = pb.controllers
+    assert pb.zookeeper is None and [n.id for n in c.voters] == [1, 2, 3] and c.remove == (1,)
+    assert c.listener_name == "CTRL"
+    assert c.bootstrap_now == "c1:9093,[::1]:9095,c3:9093"
+    assert c.bootstrap_during == "c1:9093,[::1]:9095,c3:9093,c7:9093"
+    assert c.bootstrap_after == "[::1]:9095,c3:9093,c7:9093"
+    assert parse_playbook('kafka: {bootstrap_servers: "h:9092"}\n').controllers is None
+
+
+@pytest.mark.parametrize("section, expected", [
+    ("controllers: {voters: [{id: 1, host: a}], remove: [2]}",
+     "controllers.remove[0]: controller 2 is not in controllers.voters"),
+    ("controllers: {voters: [{id: 1, host: a}], add: [{id: 1, host: b}]}",
+     "controllers.add[0].id: controller id 1 is listed twice (also controllers.voters[0])"),
+    ("controllers: {voters: [{id: 1, host: a}], add: [{id: 2, host: a}]}",
+     "controllers.add[0]: a:9093 is also controllers.voters[0]"),
+    ("controllers: {voters: [{id: 1, host: a}], remove: [1]}",
+     "controllers.remove: removes every voter and adds none"),
+    ("controllers: {voters: [{id: 1, host: a}], remove: [1, 1]}", "controllers.remove[1]: controller id 1 is listed twice"),
+    ("controllers: {add: [{id: 1, host: a}]}", "controllers: missing required field 'voters'"),
+    ("controllers: {voters: [{id: 4, host: a}]}\nbrokers: {keep: [4]}", "controllers: id 4 is both a controller and a broker"),
+    ("controllers: {voters: [{id: 1, host: a}]}\nzookeeper: {connect: 'z:2181'}",
+     "controllers: moves the controller quorum of a KRaft cluster"),
+])
+def test_controllers_section_refusals(section, expected):
+    with pytest.raises(BadInput) as err:
+        parse_playbook('kafka: {bootstrap_servers: "h:9092"}\n' + section + "\n", "p.yaml")
+    assert expected in err.value.message and "\n" not in err.value.message, err.value.message

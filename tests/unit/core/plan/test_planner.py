@@ -130,14 +130,70 @@ def test_a_kraft_cluster_plans_without_zookeeper(kb):
     plan = build_plan(snap, pb)
     assert plan.zookeeper is None and not plan.errors()
     commands = [s.command for s in plan.runbook]
-    assert commands[1] == "start the new broker(s) 4" and commands[-1] == "decommission brokers 3"
+    assert commands[1] == "start the new broker(s) 4" and commands[-2] == "stop brokers 3"
+    assert commands[-1] == "kmigrate brokers unregister --broker-list 3 --bootstrap-server h:1 --bootstrap-controller CONTROLLERS"
     assert not [c for c in commands if "zookeeper" in c]
     start, last = plan.runbook[1], plan.runbook[-1]
     assert "process.roles=broker" in start.description and "kafka-storage format -t test-cluster" in start.description
-    assert "kafka-cluster.sh unregister --bootstrap-server h:1 --id N" in last.description
+    assert last.actor == "kmigrate" and "UnregisterBroker" in last.description and "KAFKA-20295" in last.description
     assert "ZooKeeper" not in last.check
     zk_mode = build_plan(kb.snapshot({"t": [(1, 2, 3)]}), pb)  # the same playbook on a ZooKeeper-mode snapshot
-    assert "kafka-cluster.sh" not in zk_mode.runbook[-1].description
+    assert zk_mode.runbook[-1].command == "decommission brokers 3" and "unregister" not in zk_mode.runbook[-1].description
+
+
+KRAFT_MOVE = ('kafka: {bootstrap_servers: "h:1"}\nbrokers:\n  mapping: {3: 4}\n  keep: [1, 2]\n'
+              '  new: {4: {availability_domain: AD-3}}\n'
+              'controllers:\n  voters: [{id: 11, host: c1}, {id: 12, host: c2}, {id: 13, host: c3}]\n'
+              '  add: [{id: 17, host: c7}, {id: 18, host: c8}, {id: 19, host: c9, port: 9094}]\n  remove: [11, 12, 13]\n')
+
+
+def test_a_kraft_cluster_move_runbook_controllers_then_brokers(kb):
+    """A controllers: section: the new controllers started as observers, the brokers rolled to old+new bootstrap
+    servers, the voter change, the brokers rolled to new only, then the brokers' move, their stop and unregistration
+    at the new controllers."""
+    from migrate.core.model import ZkEnsemble
+
+    snap = kb.snapshot({"t": [(1, 2, 3)]}, zookeeper=ZkEnsemble(connect=""), broker_connect=None)
+    plan = build_plan(snap, kb.playbook(KRAFT_MOVE))
+    assert not plan.errors()
+    commands = [s.command for s in plan.runbook]
+    assert [s.number for s in plan.runbook] == list(range(1, len(commands) + 1))
+    old_new = "c1:9093,c2:9093,c3:9093,c7:9093,c8:9093,c9:9094"
+    assert commands[:8] == [
+        "kmigrate plan --playbook test.yaml -o plan.json",
+        "start the new KRaft controller 17 on c7:9093 as an observer",
+        "start the new KRaft controller 18 on c8:9093 as an observer",
+        "start the new KRaft controller 19 on c9:9094 as an observer",
+        f"rolling restart of the brokers with controller.quorum.bootstrap.servers={old_new}",
+        f"kmigrate controllers --add 17,18,19 --remove 11,12,13 --bootstrap-controller {old_new} --bootstrap-server h:1 "
+        "--kafka-version 3.9.0",
+        "rolling restart of the brokers with controller.quorum.bootstrap.servers=c7:9093,c8:9093,c9:9094",
+        "start the new broker(s) 4",
+    ]
+    assert "kmigrate controllers controller-config 19 --host c9 --port 9094 --bootstrap-controller " \
+           "c1:9093,c2:9093,c3:9093" in plan.runbook[3].description
+    assert "--no-initial-controllers" in plan.runbook[1].description
+    assert "kmigrate partitions --playbook test.yaml --plan plan.json" in commands
+    assert commands.index("kmigrate partitions --playbook test.yaml --plan plan.json") < commands.index("stop brokers 3")
+    assert commands[-2:] == ["stop brokers 3", "kmigrate brokers unregister --broker-list 3 --bootstrap-server h:1 "
+                                               "--bootstrap-controller c7:9093,c8:9093,c9:9094"]
+    assert not [c for c in commands if "zookeeper" in c]
+
+
+def test_controller_steps_only_what_the_section_changes():
+    from migrate.core.plan.kraft_cluster import controller_steps
+    from migrate.core.playbook import parse_playbook
+
+    pb = parse_playbook('kafka: {bootstrap_servers: "h:1"}\ncontrollers:\n  voters: [{id: 1, host: a}, {id: 2, host: b}, '
+                        '{id: 3, host: c}]\n  remove: [3]\n')
+    steps = controller_steps(pb.controllers, bootstrap="h:1", command_config="client.properties", kafka_version="4.1")
+    assert [s[1] for s in steps] == [
+        "rolling restart of the brokers with controller.quorum.bootstrap.servers=a:9093,b:9093,c:9093",
+        "kmigrate controllers --remove 3 --bootstrap-controller a:9093,b:9093,c:9093 --bootstrap-server h:1 "
+        "--command-config client.properties --kafka-version 4.1",
+        "rolling restart of the brokers with controller.quorum.bootstrap.servers=a:9093,b:9093"]
+    none = parse_playbook('kafka: {bootstrap_servers: "h:1"}\ncontrollers: {voters: [{id: 1, host: a}]}\n')
+    assert controller_steps(none.controllers) == ()
 
 
 # --------------------------------------------------------------------------- repairs and warnings
