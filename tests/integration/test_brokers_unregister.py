@@ -2,11 +2,12 @@
 broker stopped, then ``kmigrate brokers unregister`` removes its registration (UnregisterBroker at the active
 controller), on real Kafka 4.4.0 processes with no ZooKeeper.
 
-One small sandbox: controllers 3000 and 3001 (a dynamic quorum), brokers 1 and 2, spare broker 3 (empty). Refusals first (one
-line, exit 2, the registrations unchanged): a running broker, a stopped broker still hosting replicas, a controller's
-id. Then the move, the stop, the unregistration, read back in DescribeCluster with fenced brokers (v2), and a rerun
-that finds it already done. Last, controller 3001 removed from the voters and stopped: the report names it if
-Kafka keeps its registration.
+One small sandbox: controllers 3000 and 3001 (a dynamic quorum), brokers 1 and 2, spare broker 3 (empty).
+Refusals first (one line, exit 2, the registrations unchanged): a running broker, a fenced broker whose process still
+runs (frozen), a stopped broker still hosting replicas, a controller's id. Then the move, the stop, the
+unregistration, read back in DescribeCluster with fenced brokers (v2), and a rerun that finds it already done. Last,
+the follower controller removed from the voters and stopped: Kafka 4.4.0 keeps its registration, and the report
+names it.
 """
 
 from __future__ import annotations
@@ -68,6 +69,30 @@ def test_refusals_change_nothing(cluster, capsys):
     assert _registrations(sandbox) == {1: False, 2: False, 3: False}
     _refused(capsys, sandbox, (1,), ("broker 1 is running",))
     _refused(capsys, sandbox, (3000,), ("controller", "kmigrate controllers --remove 3000"))
+
+
+def _wait_fenced(sandbox, broker: int, fenced: bool, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _registrations(sandbox).get(broker) != fenced and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _registrations(sandbox).get(broker) == fenced
+
+
+def test_a_fenced_broker_whose_process_still_runs_is_refused(cluster, capsys):
+    """Broker 2 frozen (SIGSTOP): no heartbeat, so the controller fences it after broker.session.timeout.ms, yet its
+    listener still accepts connections: it runs, and is refused."""
+    import os
+    import signal
+
+    sandbox, _ = cluster
+    pid = sandbox.node("kafka-2").pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        _wait_fenced(sandbox, 2, True)
+        _refused(capsys, sandbox, (2,), ("broker 2 is fenced but still answers",))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    _wait_fenced(sandbox, 2, False)
 
 
 def test_a_stopped_broker_still_hosting_replicas_is_refused(cluster, capsys):
