@@ -72,22 +72,24 @@ def run_unregister(broker_ids: Sequence[int], *, broker_settings: ClientSettings
     if not complete:
         result.notes.append("the brokers answer DescribeCluster v1 only (Kafka 3.9): stopped brokers are not listed, "
                             "so kmigrate sends UnregisterBroker for each one given and cannot list what stays "
-                            "registered; kafka-features.sh describe shows a registration that blocks an upgrade")
+                            "registered (Kafka answered each UnregisterBroker; BROKER_ID_NOT_REGISTERED counts as done)")
         todo, gone = tuple(sorted(set(todo) | set(gone))), ()
         result.already_gone = ()
     if gone:
         report(f"already unregistered: {ids_text(gone)}")
     done: list[int] = []
+    already: list[int] = list(result.already_gone)
     for bid in todo:
         try:
             unregister_broker(controllers, bid, settings=controller_settings)
             report(f"unregistered broker {bid}")
+            done.append(bid)
         except VoterChangeError as exc:
             if exc.error != "BROKER_ID_NOT_REGISTERED":
                 raise
             report(f"broker {bid} was not registered (already done)")
-        done.append(bid)
-    result.unregistered = tuple(done)
+            already.append(bid)
+    result.unregistered, result.already_gone = tuple(done), tuple(sorted(already))
     deadline = time.monotonic() + confirm_timeout_s
     while True:  # the brokers learn the removal from the metadata log: read until it shows there
         regs, complete = broker_registrations(bootstrap, broker_settings)
