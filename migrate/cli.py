@@ -39,13 +39,13 @@ _COMMANDS: tuple[tuple[str, str, Callable], ...] = (
     ("demo", "demo", lambda m: app.command("demo")(m.demo)),
     ("partitions", "partitions", lambda m: app.command("partitions")(m.partitions)),
     ("status", "partitions", lambda m: app.command("status")(m.status)),
+    ("brokers", "brokers.app", lambda m: app.add_typer(m.app, name="brokers")),
     ("health", "health", lambda m: app.command("health")(m.health)),
     ("zookeeper", "zookeeper", lambda m: app.add_typer(m.app, name="zookeeper")),
     ("verify", "verify", lambda m: app.add_typer(m.app, name="verify")),
     ("mirror", "mirror.app", lambda m: app.add_typer(m.app, name="mirror")),
     ("kraft", "kraft.app", lambda m: app.add_typer(m.app, name="kraft")),
     ("controllers", "controllers.app", lambda m: app.add_typer(m.app, name="controllers")),
-    ("brokers", "brokers.app", lambda m: app.add_typer(m.app, name="brokers")),
 )
 _added: set[str] = set()
 
