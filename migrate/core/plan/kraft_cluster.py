@@ -102,10 +102,12 @@ def retire_steps(old_brokers: Sequence[int], *, bootstrap: str, bootstrap_contro
          "until the next step is done.",
          f"brokers {ids} host no replica and lead nothing; their processes are stopped"),
         ("kmigrate", unregister,
-         "Remove their registrations from the controllers (UnregisterBroker): refused, changing nothing, while one "
+         "Remove their registrations from the controllers (UnregisterBroker), asking brokers that stay: refused, "
+         "changing nothing, while one "
          "still runs or hosts a replica; already unregistered ones are skipped. It reports the controllers Kafka keeps "
          "registered after their removal from the voters (KAFKA-20295): they can block the next metadata.version "
-         "upgrade.",
+         "upgrade." + ("" if bootstrap_controller else " CONTROLLERS: the controllers' listeners, host:port,... (the "
+                                                       "playbook's controllers: section gives them)."),
          f"brokers {ids} are gone from DescribeCluster (fenced brokers included)"),
     )
 

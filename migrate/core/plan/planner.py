@@ -151,12 +151,14 @@ def build_runbook(
     kraft: bool = False,
     cluster_id: str | None = None,
     bootstrap_controller: str | None = None,
+    bootstrap_after: str | None = None,
 ) -> tuple[RunbookStep, ...]:
     """The ordered runbook: audit, ZooKeeper joiners, first rolling restart, reconfig, second
     rolling restart, new brokers, the plan again, verify snapshot, partitions, verify compare, decommission.
     Steps that do not apply (no ZooKeeper change, no broker mapping) are left out. ``kraft``: a KRaft cluster (no
     ZooKeeper): new brokers are formatted and registered with the controllers, old ones stopped and unregistered
-    (``kmigrate brokers unregister``, at ``bootstrap_controller``: the controllers' listeners)."""
+    (``kmigrate brokers unregister``, at ``bootstrap_controller``: the controllers' listeners, and ``bootstrap_after``:
+    brokers that stay, when known)."""
     steps: list[tuple[str, str, str, str]] = []
     fields = {"plan": plan_file, "playbook": playbook_file, "bootstrap": bootstrap}
     c = {k: v.format(add="{add}", remove="{remove}", **fields) for k, v in RUNBOOK_COMMANDS.items()}
@@ -229,7 +231,7 @@ def build_runbook(
         if old_zk:
             what.append(f"ZooKeeper servers {shown_ids(old_zk)}")
         if kraft and not old_zk:  # stopped, then unregistered: a stale registration blocks the next MV upgrade
-            steps += retire_steps(old_brokers, bootstrap=bootstrap, bootstrap_controller=bootstrap_controller,
+            steps += retire_steps(old_brokers, bootstrap=bootstrap_after or bootstrap, bootstrap_controller=bootstrap_controller,
                                   command_config=command_config)
         else:
             how = "Stop and remove the old nodes once kmigrate reports them empty."
@@ -327,7 +329,9 @@ def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bo
                             has_moves=bool(moves), plan_file=plan_file, playbook_file=playbook.source,
                             bootstrap=playbook.kafka.bootstrap_servers, command_config=playbook.kafka.command_config,
                             kraft=not snapshot.zookeeper.connect, cluster_id=snapshot.cluster_id,
-                            bootstrap_controller=playbook.controllers.bootstrap_after if playbook.controllers else None)
+                            bootstrap_controller=playbook.controllers.bootstrap_after if playbook.controllers else None,
+                            bootstrap_after=",".join([f"{b.host}:{b.port}" for b in snapshot.brokers
+                                                      if b.alive and b.id not in mapping][:3]) or None)
     if playbook.controllers is not None:
         runbook = with_controllers(runbook, snapshot, playbook)
     if playbook.kraft is not None:

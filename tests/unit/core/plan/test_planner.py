@@ -131,7 +131,8 @@ def test_a_kraft_cluster_plans_without_zookeeper(kb):
     assert plan.zookeeper is None and not plan.errors()
     commands = [s.command for s in plan.runbook]
     assert commands[1] == "start the new broker(s) 4" and commands[-2] == "stop brokers 3"
-    assert commands[-1] == "kmigrate brokers unregister --broker-list 3 --bootstrap-server h:1 --bootstrap-controller CONTROLLERS"
+    assert commands[-1] == ("kmigrate brokers unregister --broker-list 3 --bootstrap-server "  # brokers that stay
+                            "10.0.0.1:9092,10.0.0.2:9092,10.0.0.4:9092 --bootstrap-controller CONTROLLERS")
     assert not [c for c in commands if "zookeeper" in c]
     start, last = plan.runbook[1], plan.runbook[-1]
     assert "process.roles=broker" in start.description and "kafka-storage format -t test-cluster" in start.description
@@ -175,8 +176,8 @@ def test_a_kraft_cluster_move_runbook_controllers_then_brokers(kb):
     assert "--no-initial-controllers" in plan.runbook[1].description
     assert "kmigrate partitions --playbook test.yaml --plan plan.json" in commands
     assert commands.index("kmigrate partitions --playbook test.yaml --plan plan.json") < commands.index("stop brokers 3")
-    assert commands[-2:] == ["stop brokers 3", "kmigrate brokers unregister --broker-list 3 --bootstrap-server h:1 "
-                                               "--bootstrap-controller c7:9093,c8:9093,c9:9094"]
+    assert commands[-2:] == ["stop brokers 3", "kmigrate brokers unregister --broker-list 3 --bootstrap-server "
+                             "10.0.0.1:9092,10.0.0.2:9092,10.0.0.4:9092 --bootstrap-controller c7:9093,c8:9093,c9:9094"]
     assert not [c for c in commands if "zookeeper" in c]
 
 
