@@ -129,6 +129,24 @@ def test_dry_run_prints_every_step_and_changes_nothing(cluster):
     assert voters(cluster) == OLD
 
 
+def test_controller_config_of_a_new_controller(cluster):
+    from migrate.sandbox.kraft_cluster import KraftCluster
+
+    host = cluster.node("controller-3008").host
+    r = kmigrate("controllers", "controller-config", "3008", "--host", host, "--bootstrap-controller",
+                 address(cluster, 3001), "--output", "json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    props, cluster_id = doc["properties"], KraftCluster(cluster).cluster_id()
+    assert props["node.id"] == "3008" and props["process.roles"] == "controller"
+    assert set(props["controller.quorum.bootstrap.servers"].split(",")) == {address(cluster, i) for i in OLD}
+    assert props["advertised.listeners"] == f"CONTROLLER://{host}:{CONTROLLER_PORT}"
+    assert doc["cluster_id"] == cluster_id and doc["format_command"][-1] == "--no-initial-controllers"
+    assert cluster_id in doc["format_command"]
+    r = kmigrate("controllers", "controller-config", "3000", "--host", "h", "--bootstrap-controller", address(cluster, 3001))
+    one_line_refusal(r, "already a voter")
+
+
 def _events(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 

@@ -209,41 +209,22 @@ def controller_config(
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Print a new controller's server.properties and its kafka-storage format command (it starts as an observer)."""
-    from migrate.adapters.kafka import voters as kv
-    from migrate.core.controllers.config import (DEFAULT_METADATA_DIR, ControllerInputs, format_command,
-                                                 new_controller_config, new_controller_notes, voter_endpoints)
-    from migrate.core.controllers.plan import NewController
-    from migrate.core.kraft.config import lines
+    from migrate.runner.controllers.config import render_new_controller
 
     if not 0 < port < 65536:
         raise BadInput(f"--port {port}: give a TCP port (1-65535)")
     addresses = _addresses(bootstrap_controller)
-    settings = _settings(addresses, command_config, controller_command_config)
-    view = kv.read_controllers(addresses, settings)
-    q = view.quorum
-    if q.is_voter(node_id):
-        raise BadInput(f"controller {node_id} is already a voter: choose a node.id no controller or broker uses")
-    names = sorted({e.name for i in q.voter_ids for e in q.endpoints(i)})
-    name = listener or (names[0] if len(names) == 1 else None)
-    if name is None:
-        raise BadInput(f"the voters show listeners {', '.join(names) or 'none'}: give --controller-listener")
-    cluster = kv.describe_cluster_controllers(view.leader, settings)
-    if cluster is None or not cluster.get("cluster_id"):
-        raise BadInput("the leader did not give the cluster id (DescribeCluster): check --bootstrap-controller")
-    inputs = ControllerInputs(cluster["cluster_id"], voter_endpoints(q, name), listener_name=name,
-                              protocol=protocol.upper(), metadata_log_dir=metadata_log_dir or DEFAULT_METADATA_DIR)
-    new = NewController(node_id, host, port, name)
-    props = new_controller_config(inputs, new)
-    command = format_command(cluster["cluster_id"])
-    notes = new_controller_notes(inputs, new)
+    doc = render_new_controller(addresses, _settings(addresses, command_config, controller_command_config), node_id,
+                                host, port, listener, protocol, metadata_log_dir)
     if output == OutputFormat.json:
-        emit_json({"node_id": node_id, "properties": props, "format_command": command, "notes": notes,
-                   "cluster_id": cluster["cluster_id"], "voters": list(q.voter_ids)})
+        emit_json(doc)
         return
-    console.print(f"# server.properties of controller {node_id} (cluster {cluster['cluster_id']}, voters "
-                  f"{list(q.voter_ids)})", markup=False)
-    for line in lines(props):
+    from migrate.core.kraft.config import lines
+
+    console.print(f"# server.properties of controller {node_id} (cluster {doc['cluster_id']}, voters {doc['voters']})",
+                  markup=False)
+    for line in lines(doc["properties"]):
         console.print(line, markup=False, soft_wrap=True)
-    console.print(f"# then: {' '.join(shlex.quote(c) for c in command)}", markup=False, soft_wrap=True)
-    for note in notes:
+    console.print(f"# then: {' '.join(shlex.quote(c) for c in doc['format_command'])}", markup=False, soft_wrap=True)
+    for note in doc["notes"]:
         console.print(f"# {note}", markup=False, soft_wrap=True)
