@@ -12,18 +12,16 @@ Metadata API: the quorum is read with DescribeQuorum sent to the controllers the
 
 from __future__ import annotations
 
-import base64
 import os
 import subprocess
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import javaproperties
 
+from migrate.core.controllers.quorum import Quorum, quorum_from_answer
 from migrate.errors import BadInput, StepFailed
 from migrate.files import write_private
 from migrate.sandbox import kraft_layout as kl
@@ -42,98 +40,6 @@ def random_uuid() -> str:
         raw = os.urandom(16)
         if kl.usable_uuid(raw):
             return kl.kafka_uuid(raw)
-
-
-def uuid_text(value: Any) -> str | None:
-    """A directory id as kafka-python decodes it (``uuid.UUID``, bytes or text) in Kafka's text form; None for none
-    (Kafka's ZERO uuid: a replica that did not send one).
-
-    >>> uuid_text(uuid.UUID(bytes=bytes(range(16)))), uuid_text(uuid.UUID(int=0)), uuid_text("AAECAwQFBgcICQoLDA0ODw")
-    ('AAECAwQFBgcICQoLDA0ODw', None, 'AAECAwQFBgcICQoLDA0ODw')
-    >>> uuid_text("00010203-0405-0607-0809-0a0b0c0d0e0f"), uuid_text("00000000-0000-0000-0000-000000000000")
-    ('AAECAwQFBgcICQoLDA0ODw', None)
-    """
-    if value is None:
-        return None
-    if isinstance(value, uuid.UUID):
-        raw = value.bytes
-    elif isinstance(value, (bytes, bytearray)) and len(value) == 16:
-        raw = bytes(value)
-    else:  # kafka-python 3.0 gives the hex form ("a9d3c972-0219-8ad0-c44b-0fd15aef9fde"); Kafka's own is base64
-        text = str(value)
-        try:
-            raw = uuid.UUID(text).bytes
-        except ValueError:
-            try:
-                raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-            except ValueError:
-                return text
-            if len(raw) != 16:
-                return text
-    return None if raw == bytes(16) else kl.kafka_uuid(raw)
-
-
-@dataclass(frozen=True)
-class Replica:
-    id: int
-    directory_id: str | None
-    log_end_offset: int
-    last_fetch_ms: int
-    last_caught_up_ms: int
-
-
-@dataclass(frozen=True)
-class QuorumView:
-    """DescribeQuorum's answer, as the sandbox reads it."""
-
-    leader_id: int
-    leader_epoch: int
-    high_watermark: int
-    voters: tuple[Replica, ...]
-    observers: tuple[Replica, ...]
-
-    @property
-    def voter_ids(self) -> list[int]:
-        return sorted(r.id for r in self.voters)
-
-    @property
-    def observer_ids(self) -> list[int]:
-        return sorted(r.id for r in self.observers)
-
-    def replica(self, node_id: int) -> Replica | None:
-        return next((r for r in self.voters + self.observers if r.id == node_id), None)
-
-    def role(self, node_id: int) -> str | None:
-        """``leader``, ``voter``, ``observer``, or None when the quorum does not list the node."""
-        if node_id == self.leader_id:
-            return "leader"
-        if any(r.id == node_id for r in self.voters):
-            return "voter"
-        if any(r.id == node_id for r in self.observers):
-            return "observer"
-        return None
-
-
-def parse_quorum(answer: dict) -> QuorumView:
-    """A :class:`QuorumView` of DescribeQuorum's answer (kafka-python's ``to_dict``, v0..2).
-
-    >>> a = {"topics": [{"partitions": [{"leader_id": 3001, "leader_epoch": 2, "high_watermark": 90,
-    ...      "current_voters": [{"replica_id": 3000, "replica_directory_id": uuid.UUID(int=5), "log_end_offset": 90,
-    ...      "last_fetch_timestamp": 7, "last_caught_up_timestamp": 7}, {"replica_id": 3001, "log_end_offset": 90}],
-    ...      "observers": [{"replica_id": 1, "log_end_offset": 88}]}]}]}
-    >>> q = parse_quorum(a)
-    >>> q.voter_ids, q.observer_ids, q.role(3001), q.role(3000), q.role(1), q.replica(3000).directory_id
-    ([3000, 3001], [1], 'leader', 'voter', 'observer', 'AAAAAAAAAAAAAAAAAAAABQ')
-    """
-    part = answer["topics"][0]["partitions"][0]
-
-    def replicas(key: str) -> tuple[Replica, ...]:
-        return tuple(Replica(int(r["replica_id"]), uuid_text(r.get("replica_directory_id")), int(r.get("log_end_offset", -1)),
-                             int(r.get("last_fetch_timestamp", -1) or -1), int(r.get("last_caught_up_timestamp", -1) or -1))
-                     for r in part.get(key) or [])
-
-    return QuorumView(int(part["leader_id"]), int(part.get("leader_epoch", -1)), int(part.get("high_watermark", -1)),
-                      replicas("current_voters"), replicas("observers"))
 
 
 def read_properties(path: Path) -> dict[str, str]:
@@ -266,7 +172,7 @@ class KraftCluster:
         probes.wait_serving(nodes, self.spec, {}, self.sandbox.processes.is_alive, timeout_s)
 
     # ------------------------------------------------------------------ quorum
-    def quorum(self, timeout_s: float = 3.0) -> QuorumView | None:
+    def quorum(self, timeout_s: float = 3.0) -> Quorum | None:
         """DescribeQuorum (v2) from whichever running controller answers it (the leader), or None."""
         from migrate.adapters.kafka.quorum import describe_quorum_at_controller
 
@@ -276,7 +182,7 @@ class KraftCluster:
             answer = describe_quorum_at_controller(f"{node.host}:{CONTROLLER_PORT}", timeout_s,
                                                    version=DESCRIBE_QUORUM_V2)
             if answer is not None:
-                return parse_quorum(answer)
+                return quorum_from_answer(answer)
         return None
 
     def _check_alive(self, nodes: list[NodeState]) -> None:
@@ -284,36 +190,36 @@ class KraftCluster:
             if not self.sandbox.is_alive(node.name):
                 raise StepFailed(f"{node.name} exited while starting: see {node.dir}/server.log")
 
-    def wait_quorum(self, timeout_s: float = 180, progress: Callable[[str], None] = lambda msg: None) -> QuorumView:
+    def wait_quorum(self, timeout_s: float = 180, progress: Callable[[str], None] = lambda msg: None) -> Quorum:
         """Wait until a leader answers DescribeQuorum with every first controller as a voter."""
         wanted = sorted(c.id for c in kl.voters(self.spec))
         first = [n for n in self.controllers if n.id in wanted]
-        seen: list[QuorumView | None] = [None]
+        seen: list[Quorum | None] = [None]
 
-        def formed() -> QuorumView | None:
+        def formed() -> Quorum | None:
             self._check_alive(first)
             seen[0] = view = self.quorum()
-            return view if view is not None and view.leader_id >= 0 and view.voter_ids == wanted else None
+            return view if view is not None and view.leader_id is not None and list(view.voter_ids) == wanted else None
 
         return wait_until(formed, timeout_s=timeout_s, interval_s=0.5, what="the KRaft quorum", on_timeout=lambda: StepFailed(
             f"no KRaft quorum of {wanted} after {timeout_s:.0f} s (last seen: {seen[0]}): see the controllers' server.log"))
 
-    def wait_listed(self, ids: list[int], timeout_s: float = 120, since_ms: int = 0) -> QuorumView:
+    def wait_listed(self, ids: list[int], timeout_s: float = 120, since_ms: int = 0) -> Quorum:
         """Wait until the leader lists each of ``ids`` (voter or observer) as caught up since ``since_ms`` (wall
         clock, ms: its ``lastCaughtUpTimestamp``, Kafka's own word for it), or it is the leader itself."""
         nodes = [self.sandbox.node(f"{CONTROLLER_KIND}-{i}") for i in ids]
-        seen: list[QuorumView | None] = [None]
+        seen: list[Quorum | None] = [None]
 
-        def listed() -> QuorumView | None:
+        def listed() -> Quorum | None:
             self._check_alive(nodes)
             seen[0] = view = self.quorum()
-            if view is None or view.leader_id < 0:
+            if view is None or view.leader_id is None:
                 return None
             for i in ids:
                 if i == view.leader_id:
                     continue
                 r = view.replica(i)
-                if r is None or r.last_fetch_ms < since_ms or r.last_caught_up_ms < since_ms:
+                if r is None or (r.last_fetch_ms or -1) < since_ms or (r.last_caught_up_ms or -1) < since_ms:
                     return None
             return view
 
@@ -332,7 +238,7 @@ class KraftCluster:
         if wait:
             self.wait_listed([controller_id], timeout_s, since_ms=since_ms)
 
-    def restart_controller(self, controller_id: int, timeout_s: float = 120) -> QuorumView:
+    def restart_controller(self, controller_id: int, timeout_s: float = 120) -> Quorum:
         """Stop one controller and start it again with its files; return once the leader (maybe another one: a
         stopped leader resigns) lists it as fetching again and caught up since it started."""
         name = f"{CONTROLLER_KIND}-{controller_id}"

@@ -17,10 +17,10 @@ endpoints to the other nodes. No I/O: the uuids (cluster id, directory ids) are 
 
 from __future__ import annotations
 
-import base64
 from dataclasses import replace
 from typing import Mapping
 
+from migrate.core.controllers.quorum import kafka_uuid
 from migrate.core.versions import uses_log4j2
 from migrate.errors import BadInput
 from migrate.sandbox.layout import BrokerNode, ControllerNode, SandboxSpec, server_properties
@@ -40,18 +40,6 @@ def kraft_spec(controllers: tuple[int, ...], brokers: tuple[int, ...], **kwargs)
     [('controller-3002', '127.0.0.3:9093', False), ('controller-3003', '127.0.0.4:9093', True)]
     """
     return SandboxSpec(zookeeper_ids=(), controller_ids=tuple(controllers), broker_ids=tuple(brokers), **kwargs)
-
-
-def kafka_uuid(raw: bytes) -> str:
-    """Kafka's text form of a 16-byte uuid (``Uuid.toString``: URL-safe base64, no padding), as ``kafka-storage
-    random-uuid`` prints a cluster id and ``meta.properties`` holds a ``directory.id``.
-
-    >>> kafka_uuid(bytes(range(16)))
-    'AAECAwQFBgcICQoLDA0ODw'
-    """
-    if len(raw) != 16:
-        raise ValueError("a Kafka uuid is 16 bytes")
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def usable_uuid(raw: bytes) -> bool:

@@ -147,7 +147,7 @@ def controller_id(zookeeper_connect: str) -> int | None:
 def status_row(node: NodeState, spec: SandboxSpec, alive: bool, controller: int | None,
                members: dict[int, str] | None, quorum=None) -> dict:
     """``sandbox status``'s row of ``node``: name, kind, id, address, pid, running, role (ZooKeeper mode, controller;
-    in a native KRaft sandbox, what ``quorum`` (``kraft_cluster.QuorumView``) says of the node)."""
+    in a native KRaft sandbox, what ``quorum`` (``migrate.core.controllers.quorum.Quorum``) says of the node)."""
     row = {"name": node.name, "kind": node.kind, "id": node.id, "pid": node.pid if alive else None,
            "running": alive, "spare": node.spare}
     if node.kind == "zookeeper":

@@ -11,6 +11,7 @@ import javaproperties
 import pytest
 
 from migrate.core import versions
+from migrate.core.controllers.quorum import Quorum, Replica, directory_id_text, quorum_from_answer
 from migrate.core.playbook import parse_playbook
 from migrate.errors import BadInput
 from migrate.sandbox import kraft_cluster, kraft_layout as kl
@@ -155,21 +156,20 @@ def test_uuids_and_the_quorum_as_read():
     ids = {kraft_cluster.random_uuid() for _ in range(200)}
     assert len(ids) == 200 and all(len(i) == 22 and not i.startswith("-") for i in ids)
     raw = uuid.uuid4()
-    assert kraft_cluster.uuid_text(raw) == kl.kafka_uuid(raw.bytes)
+    assert directory_id_text(raw) == kl.kafka_uuid(raw.bytes)
     answer = {"topics": [{"partitions": [{"leader_id": 3000, "leader_epoch": 1, "high_watermark": 50,
               "current_voters": [{"replica_id": i, "replica_directory_id": uuid.UUID(int=i), "log_end_offset": 50,
                                   "last_fetch_timestamp": -1, "last_caught_up_timestamp": -1} for i in (3000, 3001)],
               "observers": [{"replica_id": 3003, "replica_directory_id": uuid.UUID(int=0), "log_end_offset": 49}]}]}]}
-    view = kraft_cluster.parse_quorum(answer)
-    assert view.voter_ids == [3000, 3001] and view.observer_ids == [3003]
+    view = quorum_from_answer(answer)
+    assert view.voter_ids == (3000, 3001) and view.observer_ids == (3003,)
     assert view.replica(3003).directory_id is None and view.role(3003) == "observer" and view.role(9) is None
 
 
 def test_status_roles_of_a_kraft_sandbox():
     from migrate.sandbox.probes import kraft_role
 
-    view = kraft_cluster.QuorumView(3001, 1, 10, (kraft_cluster.Replica(3000, None, 10, 0, 0),),
-                                    (kraft_cluster.Replica(3003, None, 10, 0, 0), kraft_cluster.Replica(1, None, 10, 0, 0)))
+    view = Quorum(3001, 1, 10, (Replica(3000, None, 10, 0, 0),), (Replica(3003, None, 10, 0, 0), Replica(1, None, 10, 0, 0)))
     assert kraft_role(3001, True, view, "controller") == "controller (leader)"
     assert kraft_role(3000, True, view, "controller") == "controller (voter)"
     assert kraft_role(3003, True, view, "controller") == "controller (observer)"

@@ -33,7 +33,8 @@ from typing import Sequence
 
 from migrate.adapters.kafka.quorum import _ask_controller
 from migrate.core.clientconfig import ClientSettings
-from migrate.core.controllers.quorum import Endpoint, Quorum, quorum_from_answer
+from migrate.core.controllers.quorum import (ZERO_DIRECTORY_ID, Endpoint, Quorum, directory_id_text, quorum_from_answer)
+from migrate.core.controllers.quorum import kafka_uuid as encode_uuid
 from migrate.errors import BadInput, StepFailed
 
 log = logging.getLogger("kmigrate.kafka")
@@ -68,7 +69,7 @@ def kafka_uuid(value: uuid.UUID | None) -> str | None:
     >>> kafka_uuid(uuid.UUID(int=0)), kafka_uuid(uuid.UUID("a6a8e6df-3e64-4f98-93f6-26eb1ddd9a63"))
     ('AAAAAAAAAAAAAAAAAAAAAA', 'pqjm3z5kT5iT9ibrHd2aYw')
     """
-    return None if value is None else base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+    return None if value is None else encode_uuid(value.bytes)
 
 
 def parse_kafka_uuid(text: str) -> uuid.UUID:
@@ -90,12 +91,9 @@ def parse_kafka_uuid(text: str) -> uuid.UUID:
 def _printed_ids(answer: dict) -> dict:
     for part in answer.get("topics", [{}])[0].get("partitions", []):
         for key in ("current_voters", "observers"):
-            for replica in part.get(key) or []:
-                value = replica.get("replica_directory_id")
-                if isinstance(value, str) and len(value) == 36:  # kafka-python's to_dict() prints UUIDs the RFC way
-                    value = uuid.UUID(value)
-                if isinstance(value, uuid.UUID):
-                    replica["replica_directory_id"] = kafka_uuid(value)
+            for replica in part.get(key) or []:  # kafka-python's to_dict() prints UUIDs the RFC way
+                if replica.get("replica_directory_id") is not None:
+                    replica["replica_directory_id"] = directory_id_text(replica["replica_directory_id"]) or ZERO_DIRECTORY_ID
     return answer
 
 

@@ -20,11 +20,58 @@ URL-safe base64 of the 16 bytes, without padding). No I/O, no clock.
 
 from __future__ import annotations
 
+import base64
+import uuid
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 ZERO_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 """Kafka's ``Uuid.ZERO_UUID`` as printed: what DescribeQuorum v0/v1 (and a replica without a directory id) gives."""
+
+
+def kafka_uuid(raw: bytes) -> str:
+    """Kafka's text form of a 16-byte uuid (``Uuid.toString``: URL-safe base64, no padding), as ``kafka-storage
+    random-uuid`` prints a cluster id and ``meta.properties`` holds a ``directory.id``.
+
+    >>> kafka_uuid(bytes(range(16)))
+    'AAECAwQFBgcICQoLDA0ODw'
+    """
+    if len(raw) != 16:
+        raise ValueError("a Kafka uuid is 16 bytes")
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def directory_id_text(value: Any) -> str | None:
+    """A directory id as a client decodes it (``uuid.UUID``, 16 bytes, kafka-python 3.0's hex text, or Kafka's own
+    text) in Kafka's text form; None for none (Kafka's ZERO uuid: a replica that sent none, DescribeQuorum v0/v1).
+
+    >>> directory_id_text(uuid.UUID(bytes=bytes(range(16)))), directory_id_text(uuid.UUID(int=0))
+    ('AAECAwQFBgcICQoLDA0ODw', None)
+    >>> directory_id_text("00010203-0405-0607-0809-0a0b0c0d0e0f"), directory_id_text("AAECAwQFBgcICQoLDA0ODw")
+    ('AAECAwQFBgcICQoLDA0ODw', 'AAECAwQFBgcICQoLDA0ODw')
+    >>> directory_id_text(ZERO_DIRECTORY_ID), directory_id_text(None)
+    (None, None)
+    """
+    if value is None:
+        return None
+    if isinstance(value, uuid.UUID):
+        raw = value.bytes
+    elif isinstance(value, (bytes, bytearray)) and len(value) == 16:
+        raw = bytes(value)
+    else:
+        text = str(value)
+        try:
+            raw = uuid.UUID(text).bytes
+        except ValueError:
+            try:
+                raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+            except ValueError:
+                return text
+            if len(raw) != 16:
+                return text
+    return None if raw == bytes(16) else kafka_uuid(raw)
+
+
 STATIC, DYNAMIC = 0, 1
 """The finalized ``kraft.version`` of a static quorum (``controller.quorum.voters``) and of a dynamic one (KIP-853)."""
 
@@ -87,6 +134,23 @@ class Quorum:
     def is_voter(self, node_id: int) -> bool:
         return self.voter(node_id) is not None
 
+    def replica(self, node_id: int) -> Replica | None:
+        """The voter or observer ``node_id``, None when the quorum does not list it."""
+        return self.voter(node_id) or self.observer(node_id)
+
+    def role(self, node_id: int) -> str | None:
+        """``leader``, ``voter``, ``observer``, or None when the quorum does not list the node.
+
+        >>> q = Quorum(2, 1, 0, (Replica(1), Replica(2)), (Replica(7),))
+        >>> q.role(2), q.role(1), q.role(7), q.role(9)
+        ('leader', 'voter', 'observer', None)
+        """
+        if node_id == self.leader_id:
+            return "leader"
+        if self.is_voter(node_id):
+            return "voter"
+        return "observer" if self.observer(node_id) is not None else None
+
     @property
     def leader(self) -> Replica | None:
         return None if self.leader_id is None else self.voter(self.leader_id)
@@ -144,15 +208,13 @@ def _ms(value) -> int | None:
 
 
 def _replica(entry: Mapping) -> Replica:
-    directory = entry.get("replica_directory_id")
-    directory = None if directory in (None, ZERO_DIRECTORY_ID) else str(directory)
-    return Replica(int(entry["replica_id"]), directory, _ms(entry.get("log_end_offset")),
+    return Replica(int(entry["replica_id"]), directory_id_text(entry.get("replica_directory_id")), _ms(entry.get("log_end_offset")),
                    _ms(entry.get("last_fetch_timestamp")), _ms(entry.get("last_caught_up_timestamp")))
 
 
 def quorum_from_answer(answer: Mapping) -> Quorum:
     """A :class:`Quorum` from DescribeQuorum's answer as a dict with Kafka's field names in snake case (kafka-python's
-    ``to_dict()``), directory ids already printed the Kafka way (the adapter converts them).
+    ``to_dict()``), directory ids in any form :func:`directory_id_text` reads.
 
     >>> q = quorum_from_answer({"topics": [{"partitions": [{"leader_id": 1, "leader_epoch": 3, "high_watermark": 90,
     ...     "current_voters": [{"replica_id": 1, "replica_directory_id": "pqjm3z5kT5iT9ibrHd2aYw", "log_end_offset": 90,
