@@ -306,8 +306,8 @@ class ControllerMove:
                 "one at a time, each gated by kmigrate health --wait",
                 f"set {BOOTSTRAP_SERVERS}={result.broker_bootstrap_after} on the new controllers too (read at their "
                 "next start)",
-                "retire the old controllers' machines; before Kafka 4.4 a removed controller stays registered "
-                "(KAFKA-20295): it can block the next metadata.version upgrade",
+                "retire the old controllers' machines; a removed controller stays registered (seen on 4.4.0; "
+                "KAFKA-20295): it can block the next metadata.version upgrade; kmigrate brokers unregister reports it",
             ]
         result.seconds = self.clock() - start
         return result
