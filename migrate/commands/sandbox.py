@@ -372,30 +372,6 @@ def restart_broker(
         broker_id, zookeeper, health_timeout_s=seconds, progress=progress, kafka_version=kafka_version))
 
 
-@app.command("stop")
-def stop(
-    node: str = typer.Argument(..., help="Node name, e.g. kafka-4, zookeeper-2 or controller-3001."),
-    directory: Optional[Path] = DIR_OPTION,
-) -> None:
-    """Stop one node (SIGTERM: a broker's controlled shutdown; SIGKILL after 60 s); its files stay for sandbox start."""
-    sandbox = Sandbox(directory)
-    sandbox.node(node)
-    sandbox.stop(node)
-    err_console.print(f"{node}: stopped", markup=False)
-
-
-@app.command("start")
-def start(
-    node: str = typer.Argument(..., help="Node name, e.g. kafka-4, zookeeper-2 or controller-3001."),
-    directory: Optional[Path] = DIR_OPTION,
-) -> None:
-    """Start a stopped node again with its files, and wait until it serves."""
-    sandbox = Sandbox(directory)
-    sandbox.node(node)
-    sandbox.start(node)
-    err_console.print(f"{node}: started", markup=False)
-
-
 # ------------------------------------------------------------------ KRaft (ZooKeeper to KRaft, KIP-866)
 def _add_controllers(sandbox: Sandbox, count: int, progress=lambda msg: None, ids: Optional[str] = None) -> None:
     from migrate.sandbox.kraft import FIRST_CONTROLLER_ID, KraftSandbox
