@@ -33,7 +33,7 @@ from typing import Sequence
 
 from migrate.adapters.kafka.quorum import _ask_controller
 from migrate.core.clientconfig import ClientSettings
-from migrate.core.controllers.quorum import (ZERO_DIRECTORY_ID, Endpoint, Quorum, directory_id_text, quorum_from_answer)
+from migrate.core.controllers.quorum import Endpoint, Quorum, quorum_from_answer
 from migrate.core.controllers.quorum import kafka_uuid as encode_uuid
 from migrate.errors import BadInput, StepFailed
 
@@ -88,15 +88,6 @@ def parse_kafka_uuid(text: str) -> uuid.UUID:
                        "meta.properties' directory.id)") from None
 
 
-def _printed_ids(answer: dict) -> dict:
-    for part in answer.get("topics", [{}])[0].get("partitions", []):
-        for key in ("current_voters", "observers"):
-            for replica in part.get(key) or []:  # kafka-python's to_dict() prints UUIDs the RFC way
-                if replica.get("replica_directory_id") is not None:
-                    replica["replica_directory_id"] = directory_id_text(replica["replica_directory_id"]) or ZERO_DIRECTORY_ID
-    return answer
-
-
 # ------------------------------------------------------------------ reads
 def _describe_quorum(address: str, settings: ClientSettings | None, timeout_s: float) -> tuple[dict | None, str | None]:
     """DescribeQuorum v2 at ``address``: (answer, None) from the leader, (None, error name) from a controller that is
@@ -113,7 +104,7 @@ def _describe_quorum(address: str, settings: ClientSettings | None, timeout_s: f
     code = answer.get("error_code") or part.get("error_code")
     if code:
         return None, _ERROR_NAMES.get(code, str(code))
-    return _printed_ids(answer), None
+    return answer, None
 
 
 def describe_cluster_controllers(address: str, settings: ClientSettings | None = None,
@@ -137,7 +128,8 @@ def describe_cluster_controllers(address: str, settings: ClientSettings | None =
 
 def find_leader(addresses: Sequence[str], settings: ClientSettings | None = None,
                 timeout_s: float = 5.0) -> tuple[str, dict] | None:
-    """The leader's address and its DescribeQuorum v2 answer (directory ids printed the Kafka way), found among
+    """The leader's address and its DescribeQuorum v2 answer (as kafka-python decodes it: read it with
+    :func:`~migrate.core.controllers.quorum.quorum_from_answer`), found among
     ``addresses`` or through DescribeCluster at any of them; None when no leader answers."""
     tried: set[str] = set()
     for address in addresses:
