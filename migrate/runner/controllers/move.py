@@ -52,6 +52,7 @@ from migrate.core.controllers.plan import (
     validate_change,
 )
 from migrate.core.controllers.quorum import Endpoint, Reading, ids_text
+from migrate.core.units import split_host_port
 from migrate.errors import BadInput, StepFailed
 from migrate.runner.events import crash_point
 
@@ -129,6 +130,9 @@ class ControllerMove:
         self.cluster_id: str | None = None
         self.change: ControllerChange | None = None
         self.refused: dict[str, int] = {}
+        self._admin = None  # the brokers' admin client, made once when --bootstrap-server is given
+        self._brokers: list[int] | None = None
+        self._wanted = {a.id if isinstance(a, NewController) else a for a in request.adds} | set(request.removes)
 
     # ------------------------------------------------------------------ reads
     def _known_addresses(self) -> list[str]:
@@ -146,6 +150,8 @@ class ControllerMove:
         for i in q.voter_ids:
             for e in q.endpoints(i, self.listener):
                 self.addresses.setdefault(i, e.address)
+        if self.cluster_id is not None and self._wanted <= set(self.addresses):
+            return  # every controller of the move has an address: no DescribeCluster on each poll
         cluster = kv.describe_cluster_controllers(view.leader, self.req.settings)
         if cluster is not None:
             self.cluster_id = cluster["cluster_id"] or self.cluster_id
@@ -178,13 +184,21 @@ class ControllerMove:
                           frozenset(stopped), brokers)
         return view, reading
 
+    def _admin_client(self):
+        if self._admin is None:
+            from migrate.adapters.kafka.client import admin_client
+
+            self._admin = admin_client(self.req.broker_settings)
+        return self._admin
+
     def _broker_ids(self) -> list[int]:
+        """The brokers' ids (read once per run), [] without --bootstrap-server."""
         if self.req.broker_settings is None:
             return []
-        if not hasattr(self, "_brokers"):
-            from migrate.adapters.kafka.client import admin_client, live_broker_ids
+        if self._brokers is None:
+            from migrate.adapters.kafka.client import live_broker_ids
 
-            self._brokers = live_broker_ids(admin_client(self.req.broker_settings))
+            self._brokers = live_broker_ids(self._admin_client())
         return self._brokers
 
     def _resolve(self, reading: Reading) -> ControllerChange:
@@ -198,7 +212,7 @@ class ControllerMove:
             address = self.addresses.get(a)
             if address is None and reading.quorum.is_voter(a):  # already added: its endpoint is among the voters'
                 address = next((e.address for e in reading.quorum.endpoints(a)), None)
-            host, port = self._split(address) if address else ("", 0)
+            host, port = split_host_port(address) if address else ("", 0)
             out.append(NewController(a, host, port, self.listener or "CONTROLLER"))
         return ControllerChange(tuple(out), self.req.removes)
 
@@ -214,13 +228,12 @@ class ControllerMove:
         """Every broker's controller.quorum.bootstrap.servers names every new controller (BadInput otherwise)."""
         if self.req.broker_settings is None:
             return
-        from migrate.adapters.kafka.client import admin_client, broker_static_configs
+        from migrate.adapters.kafka.client import broker_static_configs
 
-        admin = admin_client(self.req.broker_settings)
         ids = self._broker_ids()
-        configs = broker_static_configs(admin, ids, (BOOTSTRAP_SERVERS,))
+        configs = broker_static_configs(self._admin_client(), ids, (BOOTSTRAP_SERVERS,))
         wanted = {c.address for c in change.add}
-        old = [Endpoint(self.listener or "CONTROLLER", *self._split(self.addresses[i])) for i in change.remove
+        old = [Endpoint(self.listener or "CONTROLLER", *split_host_port(self.addresses[i])) for i in change.remove
                if i in self.addresses]
         value = broker_bootstrap_servers(old, [c.endpoint for c in change.add], BrokerRoll.BEFORE)
         for broker in ids:
@@ -231,11 +244,6 @@ class ControllerMove:
                 raise BadInput(f"broker {broker}'s {BOOTSTRAP_SERVERS} is {have or 'not set'}: it lacks "
                                f"{','.join(missing)}; roll the brokers with {BOOTSTRAP_SERVERS}={value} first (a broker "
                                "retries only that list when it loses the leader), then run this again")
-
-    @staticmethod
-    def _split(address: str) -> tuple[str, int]:
-        host, _, port = address.rpartition(":")
-        return host.strip("[]"), int(port)
 
     # ------------------------------------------------------------------ the run
     def run(self) -> ControllerMoveResult:
@@ -382,7 +390,7 @@ class ControllerMove:
             raise StepFailed(f"controller {node}'s address is unknown to this run (not a voter, not registered): "
                              f"stop it by hand, then give --bootstrap-controller with its host:port so kmigrate can "
                              "confirm it stopped")
-        host, port = self._split(address)
+        host, port = split_host_port(address)
         when = "before its removal" if step.before_removal else "after its removal"
         if self.req.stop_command:
             command = self.req.stop_command.format(id=node, host=host, port=port)
