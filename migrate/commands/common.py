@@ -46,6 +46,16 @@ def emit_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+def emit_json_line(fields: dict) -> None:
+    """One JSON object on one line of stdout (the event streams of ``partitions`` and ``controllers``): the fields and
+    the time under ``ts``."""
+    import time
+
+    line = {**fields, "ts": round(time.time(), 3)}
+    sys.stdout.write(json.dumps(line, sort_keys=True, separators=(",", ":"), default=str) + "\n")
+    sys.stdout.flush()
+
+
 def parse_id_list(text: str | None, option: str) -> tuple[int, ...]:
     """Parse ``1,2,3`` (also ``1-3``) into a tuple of ints; BadInput naming the option otherwise."""
     if text is None or not text.strip():

@@ -8,10 +8,8 @@ builds the request, renders events (rich progress for people, one JSON event per
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
-import time
 from pathlib import Path
 from typing import Optional
 
@@ -19,7 +17,7 @@ import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
-from migrate.commands.common import OUTPUT_OPTION, ZK_CLIENT_CONFIG_OPTION, ZK_JAAS_FILE_OPTION, OutputFormat, console, emit_json
+from migrate.commands.common import OUTPUT_OPTION, ZK_CLIENT_CONFIG_OPTION, ZK_JAAS_FILE_OPTION, OutputFormat, console, emit_json, emit_json_line
 from migrate.commands.options import (
     BOOTSTRAP_OPTION, COMMAND_CONFIG_OPTION, PLAYBOOK_OPTION, ZK_AUTH_FILE_OPTION, ZK_AUTH_OPTION, ZOOKEEPER_OPTION,
 )
@@ -122,9 +120,7 @@ def _bytes(n: float | int | None) -> str:
 
 def _json_line(event: ev.Event) -> None:
     """One JSON object per line: the event's fields, its kind under ``event`` and the time under ``ts``."""
-    line = {**event.as_dict(), "ts": round(time.time(), 3)}
-    sys.stdout.write(json.dumps(line, sort_keys=True, separators=(",", ":"), default=str) + "\n")
-    sys.stdout.flush()
+    emit_json_line(event.as_dict())
 
 
 _SAID_IN_YELLOW = (ev.Stall, ev.IsrShort, ev.Held, ev.LeadersNotPreferred, ev.PartitionCancelled, ev.TopicGone,

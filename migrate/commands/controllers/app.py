@@ -18,7 +18,8 @@ from typing import List, Optional
 
 import typer
 
-from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json, err_console, parse_id_list
+from migrate.commands.common import (OUTPUT_OPTION, OutputFormat, console, emit_json, emit_json_line, err_console,
+                                     parse_id_list)
 from migrate.commands.options import COMMAND_CONFIG_OPTION
 from migrate.commands.kraft.connect import CONTROLLER_COMMAND_CONFIG_OPTION
 from migrate.errors import BadInput
@@ -147,8 +148,8 @@ def controllers(
         listener=listener, stop_command=stop_command, dry_run=dry_run,
         catch_up_timeout_s=catch_up_timeout, stop_timeout_s=stop_timeout)
     if output == OutputFormat.json:  # JSON lines, as kmigrate partitions writes them: each event, then "done"
-        result = run_controller_move(request, _json_line)
-        _json_line({"event": "done", **result.to_dict()})
+        result = run_controller_move(request, emit_json_line)
+        emit_json_line({"event": "done", **result.to_dict()})
         return
     with err_console.status("kmigrate controllers: reading the quorum") as status:
         def show(event: dict) -> None:
@@ -163,16 +164,6 @@ def controllers(
                 status.update(event["message"])
         result = run_controller_move(request, show)
     _render(result)
-
-
-def _json_line(event: dict) -> None:
-    import json
-    import sys
-    import time
-
-    sys.stdout.write(json.dumps({**event, "ts": round(time.time(), 3)}, sort_keys=True, separators=(",", ":"),
-                                default=str) + "\n")
-    sys.stdout.flush()
 
 
 def _render(result) -> None:
