@@ -34,10 +34,12 @@ def _minor(version: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def _check(version: str, low_high: tuple[tuple[int, int], tuple[int, int]], what: str, text: str, example: str) -> str:
+def _check(version: str, low_high: tuple[tuple[int, int], tuple[int, int]], what: str, text: str, example: str,
+           option: str) -> str:
+    """``version`` stripped when its minor release is within ``low_high``, else BadInput naming ``option``."""
     minor = _minor(version)
     if minor is None or not low_high[0] <= minor <= low_high[1]:
-        raise BadInput(f"{what} version {version!r} is not supported: give a release from {text} "
+        raise BadInput(f"{option} {version}: {what} version {version!r} is not supported: give a release from {text} "
                        f"(three numbers, like {example})")
     return version.strip()
 
@@ -50,10 +52,7 @@ def check_kafka_version(version: str, option: str = "--kafka-version") -> str:
     ...
     migrate.errors.BadInput: --kafka-version 4.0.0: Kafka version '4.0.0' is not supported: give a release from 2.4.x to 3.9.x (three numbers, like 3.9.2)
     """
-    try:
-        return _check(version, KAFKA_RANGE, "Kafka", KAFKA_RANGE_TEXT, "3.9.2")
-    except BadInput as exc:
-        raise BadInput(f"{option} {version}: {exc}") from None
+    return _check(version, KAFKA_RANGE, "Kafka", KAFKA_RANGE_TEXT, "3.9.2", option)
 
 
 KRAFT_RANGE = ((3, 9), (4, 4))
@@ -75,10 +74,7 @@ def check_kraft_kafka_version(version: str, option: str = "--kafka-version") -> 
     ...
     migrate.errors.BadInput: --kafka-version 3.8.1: Kafka version '3.8.1' is not supported: give a release from 3.9.x to 4.4.x (three numbers, like 4.1.1)
     """
-    try:
-        return _check(version, KRAFT_RANGE, "Kafka", KRAFT_RANGE_TEXT, "4.1.1")
-    except BadInput as exc:
-        raise BadInput(f"{option} {version}: {exc}") from None
+    return _check(version, KRAFT_RANGE, "Kafka", KRAFT_RANGE_TEXT, "4.1.1", option)
 
 
 def check_fetchable_kafka_version(version: str, option: str = "--kafka-version") -> str:
@@ -88,14 +84,9 @@ def check_fetchable_kafka_version(version: str, option: str = "--kafka-version")
     >>> check_fetchable_kafka_version("4.4.0"), check_fetchable_kafka_version("2.4.1")
     ('4.4.0', '2.4.1')
     """
-    minor = _minor(version)
-    if minor is not None and KRAFT_RANGE[0] <= minor <= KRAFT_RANGE[1]:
-        return version.strip()
-    try:
-        return check_kafka_version(version, option)
-    except BadInput:
-        raise BadInput(f"{option} {version}: Kafka version {version!r} is not supported: give a release from "
-                       f"{KAFKA_RANGE_TEXT} (ZooKeeper mode) or {KRAFT_RANGE_TEXT} (KRaft), three numbers, like 4.1.1") from None
+    # the two ranges meet at 3.9: one range from the oldest ZooKeeper-mode release to the newest KRaft one
+    return _check(version, (KAFKA_RANGE[0], KRAFT_RANGE[1]), "Kafka",
+                  f"{KAFKA_RANGE_TEXT} (ZooKeeper mode) or {KRAFT_RANGE_TEXT} (KRaft)", "4.1.1", option)
 
 
 def uses_log4j2(version: str) -> bool:
@@ -111,10 +102,7 @@ def uses_log4j2(version: str) -> bool:
 
 def check_zookeeper_version(version: str, option: str = "--zookeeper-version") -> str:
     """``version`` when it is a ZooKeeper release kmigrate supports (3.5.0 .. 3.8.x), else BadInput."""
-    try:
-        return _check(version, ZOOKEEPER_RANGE, "ZooKeeper", ZOOKEEPER_RANGE_TEXT, "3.8.6")
-    except BadInput as exc:
-        raise BadInput(f"{option} {version}: {exc}") from None
+    return _check(version, ZOOKEEPER_RANGE, "ZooKeeper", ZOOKEEPER_RANGE_TEXT, "3.8.6", option)
 
 
 def parse_version(text: str) -> tuple[int, ...] | None:
