@@ -3,7 +3,7 @@ migration (KIP-866), each with the config kmigrate renders (``migrate.core.kraft
 
 - ``add_controllers``: the controllers (``controller-<id>`` nodes, Kafka's jars of the sandbox, each on its own
   loopback address after every ZooKeeper server and broker, port :data:`CONTROLLER_PORT`), formatted with the
-  cluster id read from ZooKeeper (``kafka-storage format -t <id> -c server.properties``), started, and waited for
+  cluster id read from ZooKeeper (``kafka-storage format --cluster-id=<id> -c server.properties``), started, and waited for
   by its log (``Kafka Server started``): no broker forwards DescribeQuorum before roll 1, and a controller has no
   Metadata API for a client to bootstrap on.
 - ``restart_broker(id, phase)``: roll 1 (``migration``: the broker's ZooKeeper-mode config plus the migration

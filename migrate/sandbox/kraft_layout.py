@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Mapping
 
 from migrate.core.controllers.quorum import kafka_uuid
+from migrate.core.kraft.config import format_command
 from migrate.core.versions import uses_log4j2
 from migrate.errors import BadInput
 from migrate.sandbox.layout import BrokerNode, ControllerNode, SandboxSpec, server_properties
@@ -160,15 +161,15 @@ def format_args(spec: SandboxSpec, node_id: int, cluster_id: str, config_file: s
 
     >>> spec = kraft_spec((3000,), (1,), spare_controller_ids=(3001,))
     >>> format_args(spec, 3000, "CID", "c.properties", {3000: "DIR0"})
-    ['format', '-t', 'CID', '-c', 'c.properties', '--initial-controllers', '3000@127.0.0.1:9093:DIR0']
+    ['format', '--cluster-id=CID', '-c', 'c.properties', '--initial-controllers', '3000@127.0.0.1:9093:DIR0']
     >>> format_args(spec, 3001, "CID", "c.properties")
-    ['format', '-t', 'CID', '-c', 'c.properties', '--no-initial-controllers']
+    ['format', '--cluster-id=CID', '-c', 'c.properties', '--no-initial-controllers']
     >>> format_args(spec, 1, "CID", "b.properties")
-    ['format', '-t', 'CID', '-c', 'b.properties']
+    ['format', '--cluster-id=CID', '-c', 'b.properties']
     """
     if not cluster_id:
         raise BadInput("no cluster id to format with")
-    args = ["format", "-t", cluster_id, "-c", config_file]
+    args = format_command(cluster_id, config_file)[1:]  # the StorageTool's arguments, without the script
     controller = next((c for c in spec.controllers if c.id == node_id), None)
     if controller is None:
         if node_id not in spec.broker_ids + spec.spare_broker_ids:

@@ -22,6 +22,7 @@ from migrate.core.controllers.config import ControllerInputs, format_command, ne
 from migrate.core.controllers.gate import CatchUpWatch
 from migrate.core.controllers.plan import ControllerChange, NewController, StepKind, check_request, next_step
 from migrate.core.controllers.quorum import Endpoint, Reading
+from migrate.core.kraft.config import format_command as kraft_format_command
 from migrate.errors import BadInput, StepFailed
 from migrate.sandbox.launch import port_free
 from migrate.sandbox.layout import log4j_properties
@@ -35,8 +36,9 @@ JVM = ["-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 
 
 def _cluster_id() -> str:
-    """A random id as Kafka makes them: never one that begins with '-' (kafka-storage would read it as an option)."""
-    while (text := voters.kafka_uuid(uuid.uuid4())).startswith("-"):
+    """A random id that begins with '-', as one in 64 of the ids ZooKeeper-mode brokers generate do: the format
+    command kmigrate prints must take it whole (``-t -Ab...`` made StorageTool read it as an option)."""
+    while not (text := voters.kafka_uuid(uuid.uuid4())).startswith("-"):
         pass
     return text
 
@@ -169,8 +171,8 @@ def static_controller(quorum, tmp_path_factory):
     _write(home / "server.properties", props)
     (home / "log4j.properties").write_text(log4j_properties(str(home / "server.log")))
     jvm = [*JVM, f"-Dlog4j.configuration=file:{home / 'log4j.properties'}"]
-    subprocess.run(dist.java_command("kafka.tools.StorageTool", ["format", "-t", _cluster_id(), "-c",
-                                                                 str(home / "server.properties")], jvm),
+    args = kraft_format_command(_cluster_id(), str(home / "server.properties"))[1:]
+    subprocess.run(dist.java_command("kafka.tools.StorageTool", args, jvm),
                    check=True, capture_output=True, timeout=120)
     proc = subprocess.Popen(dist.java_command("kafka.Kafka", [str(home / "server.properties")], jvm),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

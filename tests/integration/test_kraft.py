@@ -108,7 +108,7 @@ def test_controller_config_is_what_the_sandbox_controller_runs(cluster, capsys):
     with open(f"{kraft.controllers[0].dir}/server.properties") as f:
         assert [ln for ln in f.read().splitlines() if ln] == doc["lines"]
     assert doc["config"]["zookeeper.connect"].endswith("/kafka")
-    assert doc["format_command"][1:4] == ["format", "-t", kraft.cluster_id()]
+    assert doc["format_command"][1:3] == ["format", f"--cluster-id={kraft.cluster_id()}"]
 
 
 def test_controllers_up_the_controller_waits_for_every_broker(cluster, data, capsys):

@@ -64,11 +64,11 @@ def test_static_quorum_voters_line_on_the_voters_and_brokers_spares_bootstrap_on
 
 def test_format_arguments_per_node_and_quorum_kind():
     initial = "3000@127.0.61.1:9093:" + DIRS[3000] + ",3001@127.0.61.2:9093:" + DIRS[3001] + ",3002@127.0.61.3:9093:" + DIRS[3002]
-    assert kl.format_args(SPEC, 3001, "CID", "f", DIRS) == ["format", "-t", "CID", "-c", "f", "--initial-controllers", initial]
+    assert kl.format_args(SPEC, 3001, "CID", "f", DIRS) == ["format", "--cluster-id=CID", "-c", "f", "--initial-controllers", initial]
     assert kl.format_args(SPEC, 3004, "CID", "f", DIRS)[-1] == "--no-initial-controllers"
-    assert kl.format_args(SPEC, 613, "CID", "f", DIRS) == ["format", "-t", "CID", "-c", "f"]
+    assert kl.format_args(SPEC, 613, "CID", "f", DIRS) == ["format", "--cluster-id=CID", "-c", "f"]
     static = kl.kraft_spec((3000,), (1,), spare_controller_ids=(3001,), static_quorum=True)
-    assert kl.format_args(static, 3000, "CID", "f") == ["format", "-t", "CID", "-c", "f"]
+    assert kl.format_args(static, 3000, "CID", "f") == ["format", "--cluster-id=CID", "-c", "f"]
     assert kl.format_args(static, 3001, "CID", "f")[-1] == "--no-initial-controllers"
     with pytest.raises(BadInput, match="no directory id for controller 3002"):
         kl.format_args(SPEC, 3000, "CID", "f", {3000: "x", 3001: "y"})

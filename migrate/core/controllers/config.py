@@ -25,6 +25,7 @@ from enum import Enum
 from typing import Mapping, Sequence
 
 from migrate.core.controllers.plan import NewController
+from migrate.core.kraft import config as kraft_config
 from migrate.core.controllers.quorum import Endpoint, Quorum
 from migrate.errors import BadInput
 
@@ -169,13 +170,12 @@ def format_command(cluster_id: str, config_file: str = "server.properties", kafk
     """The ``kafka-storage format`` command of a new controller: the cluster id and ``--no-initial-controllers``.
 
     >>> " ".join(format_command("q1Sh-9_ISia_zwGINzRvyQ"))
-    'bin/kafka-storage.sh format -t q1Sh-9_ISia_zwGINzRvyQ -c server.properties --no-initial-controllers'
+    'bin/kafka-storage.sh format --cluster-id=q1Sh-9_ISia_zwGINzRvyQ -c server.properties --no-initial-controllers'
     """
     if not cluster_id:
         raise BadInput("no cluster id: read it from the cluster (kafka-cluster cluster-id) or a controller's "
                        "meta.properties")
-    return [f"{kafka_bin.rstrip('/')}/kafka-storage.sh", "format", "-t", cluster_id, "-c", config_file,
-            "--no-initial-controllers"]
+    return kraft_config.format_command(cluster_id, config_file, kafka_bin, "--no-initial-controllers")
 
 
 class BrokerRoll(str, Enum):

@@ -291,15 +291,23 @@ def controller_finalized_config(inputs: KraftInputs, controller_id: int) -> dict
     return props
 
 
-def format_command(cluster_id: str, config_file: str, kafka_bin: str = "bin") -> list[str]:
-    """The ``kafka-storage format`` command that prepares a controller's metadata log dir with the cluster id.
+def format_command(cluster_id: str, config_file: str, kafka_bin: str = "bin", *extra: str) -> list[str]:
+    """The ``kafka-storage format`` command that prepares a node's metadata log dir with the cluster id (``extra``:
+    the quorum options, e.g. ``--no-initial-controllers``): the one builder of it in kmigrate.
+
+    The id is given as ``--cluster-id=<id>``: a cluster id is URL-safe base64 and one in 64 begins with ``-``
+    (ZooKeeper-mode brokers generate them without Kafka's ``Uuid.randomUuid`` rule against it), and
+    ``-t -Ab1...`` makes StorageTool read the id as an option ("argument --cluster-id/-t: expected one argument",
+    seen on 3.9.2); the ``=`` form takes it whole (tried on 3.9.2 and 4.4.0).
 
     >>> " ".join(format_command("q1Sh-9_ISia_zwGINzRvyQ", "/etc/kafka/controller.properties"))
-    'bin/kafka-storage.sh format -t q1Sh-9_ISia_zwGINzRvyQ -c /etc/kafka/controller.properties'
+    'bin/kafka-storage.sh format --cluster-id=q1Sh-9_ISia_zwGINzRvyQ -c /etc/kafka/controller.properties'
+    >>> format_command("-Ab1Sh9_ISia_zwGINzRvyQ", "s.properties", "bin", "--no-initial-controllers")[2:]
+    ['--cluster-id=-Ab1Sh9_ISia_zwGINzRvyQ', '-c', 's.properties', '--no-initial-controllers']
     """
     if not cluster_id:
         raise BadInput("no cluster id: it is read from ZooKeeper's /cluster/id, which a ZooKeeper-mode cluster writes at its first start")
-    return [f"{kafka_bin.rstrip('/')}/kafka-storage.sh", "format", "-t", cluster_id, "-c", config_file]
+    return [f"{kafka_bin.rstrip('/')}/kafka-storage.sh", "format", f"--cluster-id={cluster_id}", "-c", config_file, *extra]
 
 
 # ----------------------------------------------------------------- brokers

@@ -21,6 +21,7 @@ from migrate.core.plan.audit import (
     audit_durability, audit_mapping, audit_size, audit_versions, audit_zookeeper, sort_findings,
 )
 from migrate.errors import BadInput
+from migrate.core.kraft.config import format_command
 from migrate.core.model import ClusterSnapshot
 from migrate.core.zookeeper.config import DynamicConfig
 from migrate.core.zookeeper.change import Change, is_reached, joiner_config, single_reconfig, target_config
@@ -201,7 +202,7 @@ def build_runbook(
         if kraft:
             start = (f"Start each new broker with process.roles=broker, its node.id and broker.rack ({racks}) and the "
                      "controller.quorum settings the other brokers run with, its log dirs formatted first "
-                     f"(kafka-storage format -t {cluster_id or '<cluster id>'} -c server.properties); then {gate}.")
+                     f"({' '.join(format_command(cluster_id or '<cluster id>', 'server.properties'))}); then {gate}.")
         else:
             start = f"Start each new broker with its broker.id and broker.rack ({racks}){connect}; then {gate}."
         steps.append(("operator", f"start the new broker(s) {shown_ids(new_brokers)}", start,

@@ -145,7 +145,7 @@ def test_finalized_controllers_have_no_zookeeper():
 
 def test_format_command():
     assert kc.format_command(CLUSTER_ID, "/etc/kafka/c.properties", "/opt/kafka/bin/") == [
-        "/opt/kafka/bin/kafka-storage.sh", "format", "-t", CLUSTER_ID, "-c", "/etc/kafka/c.properties"]
+        "/opt/kafka/bin/kafka-storage.sh", "format", f"--cluster-id={CLUSTER_ID}", "-c", "/etc/kafka/c.properties"]
     with pytest.raises(BadInput, match="/cluster/id"):
         kc.format_command("", "x")
 

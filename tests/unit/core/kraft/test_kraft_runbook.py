@@ -56,7 +56,7 @@ def test_leaving_zookeeper_only_gives_every_phase_in_order_with_its_gate():
     ]
     first = steps[3].description
     assert f"kmigrate kraft controller-config 3001 --playbook {pb} --config-file controller-3001.properties" in first
-    assert "bin/kafka-storage.sh format -t q1Sh-9_ISia_zwGINzRvyQ -c controller-3001.properties" in first
+    assert "bin/kafka-storage.sh format --cluster-id=q1Sh-9_ISia_zwGINzRvyQ -c controller-3001.properties" in first
     assert "controller.quorum.voters=3001@c1:9093,3002@c2:9093,3003@c3:9093" in first
     assert "metadata in /var/lib/kafka/kraft-metadata" in first
     assert f"kmigrate kraft broker-config N --phase migration --playbook {pb}" in steps[7].description

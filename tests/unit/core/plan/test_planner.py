@@ -135,7 +135,7 @@ def test_a_kraft_cluster_plans_without_zookeeper(kb):
                             "10.0.0.1:9092,10.0.0.2:9092,10.0.0.4:9092 --bootstrap-controller CONTROLLERS")
     assert not [c for c in commands if "zookeeper" in c]
     start, last = plan.runbook[1], plan.runbook[-1]
-    assert "process.roles=broker" in start.description and "kafka-storage format -t test-cluster" in start.description
+    assert "process.roles=broker" in start.description and "kafka-storage.sh format --cluster-id=test-cluster -c server.properties" in start.description
     assert last.actor == "kmigrate" and "UnregisterBroker" in last.description and "KAFKA-20295" in last.description
     assert "ZooKeeper" not in last.check
     zk_mode = build_plan(kb.snapshot({"t": [(1, 2, 3)]}), pb)  # the same playbook on a ZooKeeper-mode snapshot
