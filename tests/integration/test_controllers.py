@@ -129,6 +129,26 @@ def test_dry_run_prints_every_step_and_changes_nothing(cluster):
     assert voters(cluster) == OLD
 
 
+def test_the_sandbox_playbook_gives_the_same_dry_run_and_controller_config(cluster):
+    """``--playbook`` (the controllers: section ``sandbox up --kraft`` writes) in place of --add, --remove and
+    --bootstrap-controller: the same steps, nothing changed; controller-config takes the host and port from it."""
+    from migrate.sandbox.kraft_cluster import PLAYBOOK_FILE
+
+    playbook = str(cluster.dir / PLAYBOOK_FILE)
+    by_flags = kmigrate(*move_args(cluster, "--dry-run", "-O", "json"))
+    by_playbook = kmigrate("controllers", "--playbook", playbook, "--kafka-version", KAFKA, "--dry-run", "-O", "json")
+    assert by_flags.returncode == 0 and by_playbook.returncode == 0, (by_flags.stderr[-2000:], by_playbook.stderr[-2000:])
+    done = [json.loads(line) for line in by_playbook.stdout.splitlines() if line.startswith("{")][-1]
+    assert done["planned"] and done["planned"] == _events(by_flags.stdout)[-1]["planned"], (done, by_flags.stdout)
+    assert voters(cluster) == OLD
+    r = kmigrate("controllers", "controller-config", "3008", "--playbook", playbook, "--output", "json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    props = json.loads(r.stdout)["properties"]
+    host = cluster.node("controller-3008").host
+    assert props["advertised.listeners"] == f"CONTROLLER://{host}:{CONTROLLER_PORT}", props
+    assert set(props["controller.quorum.bootstrap.servers"].split(",")) == {address(cluster, i) for i in OLD}
+
+
 def test_controller_config_of_a_new_controller(cluster):
     from migrate.sandbox.kraft_cluster import KraftCluster
 
@@ -142,7 +162,7 @@ def test_controller_config_of_a_new_controller(cluster):
     assert set(props["controller.quorum.bootstrap.servers"].split(",")) == {address(cluster, i) for i in OLD}
     assert props["advertised.listeners"] == f"CONTROLLER://{host}:{CONTROLLER_PORT}"
     assert doc["cluster_id"] == cluster_id and doc["format_command"][-1] == "--no-initial-controllers"
-    assert cluster_id in doc["format_command"]
+    assert f"--cluster-id={cluster_id}" in doc["format_command"]
     r = kmigrate("controllers", "controller-config", "3000", "--host", "h", "--bootstrap-controller", address(cluster, 3001))
     one_line_refusal(r, "already a voter")
 

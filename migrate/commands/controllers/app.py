@@ -84,11 +84,43 @@ def parse_adds(values: Optional[List[str]], listener: str) -> tuple:
     return tuple(out)
 
 
-def _settings(addresses: tuple[str, ...], command_config: Optional[Path], controller_command_config: Optional[Path]):
+def _settings(addresses: tuple[str, ...], command_config: Optional[Path], controller_command_config: Optional[Path],
+              book=None):
+    """The controller listener's client settings: ``--controller-command-config``, else ``--command-config``, else the
+    playbook's kafka client settings (its ``command_config`` file and ``client:``); None: PLAINTEXT."""
     from migrate.files import client_settings
 
     config = controller_command_config or command_config
-    return client_settings(",".join(addresses), config) if config is not None else None
+    if config is not None:
+        return client_settings(",".join(addresses), config)
+    extra = {k: str(v) for k, v in book.kafka.client_settings().items() if k != "bootstrap.servers"} if book else {}
+    return client_settings(",".join(addresses), None, extra) if extra else None
+
+
+def _playbook(path: Optional[Path]):
+    """The playbook's ``controllers:`` section and the playbook (None, None without ``--playbook``)."""
+    if path is None:
+        return None, None
+    from migrate.files import load_playbook
+
+    book = load_playbook(path)
+    if book.controllers is None:
+        raise BadInput(f"playbook {path} has no controllers: section: kmigrate controllers moves a KRaft controller "
+                       "quorum; add controllers: {voters: [...], add: [...], remove: [...]} or give --add, --remove "
+                       "and --bootstrap-controller")
+    return book, book.controllers
+
+
+def _from_playbook(section, add: Optional[List[str]], remove: Optional[List[str]], bootstrap_controller: Optional[str],
+                   listener: Optional[str]):
+    """(--add, --remove, --bootstrap-controller, --controller-listener) with the playbook's ``controllers:`` section
+    under the flags: its new controllers with their endpoints, its removals, its current and new controllers (any may
+    be the leader, before, during or after the move) and its listener name. A flag given wins."""
+    if section is None:
+        return add, remove, bootstrap_controller, listener
+    adds = add or ([",".join(f"{c.id}={c.address}" for c in section.add)] if section.add else None)
+    removes = remove or ([",".join(str(i) for i in section.remove)] if section.remove else None)
+    return adds, removes, bootstrap_controller or section.bootstrap_during, listener or section.listener_name
 
 
 @app.callback(invoke_without_command=True)
@@ -97,6 +129,9 @@ def controllers(
     add: Optional[List[str]] = typer.Option(None, "--add", help="New controllers (node.id), started as observers: "
                                                                 "7,8,9, or 7=host:port where one is not registered."),
     remove: Optional[List[str]] = typer.Option(None, "--remove", help="Voters that leave, e.g. 1,2,3."),
+    playbook: Optional[Path] = typer.Option(None, "--playbook", "-p",
+                                            help="Playbook YAML with a controllers: section (voters, add, remove) and "
+                                                 "kafka: settings; flags given win over it."),
     bootstrap_controller: Optional[str] = BOOTSTRAP_CONTROLLER,
     bootstrap_server: Optional[str] = BOOTSTRAP_SERVER,
     command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
@@ -121,14 +156,16 @@ def controllers(
     """Add the new controllers to the voters and remove the old ones, one change at a time."""
     if ctx.invoked_subcommand is not None:
         return
-    from migrate.files import client_settings
     from migrate.runner.controllers.move import ControllerMoveRequest, run_controller_move
 
+    book, section = _playbook(playbook)
+    add, remove, bootstrap_controller, listener = _from_playbook(section, add, remove, bootstrap_controller, listener)
     addresses = _addresses(bootstrap_controller)
     adds = parse_adds(add, listener or "CONTROLLER")
     removes = tuple(i for v in remove or [] for i in parse_id_list(v, "--remove"))
     if not adds and not removes:
-        raise BadInput("nothing to do: give --add (new controllers, started as observers) and --remove (old voters)")
+        raise BadInput("nothing to do: give --add (new controllers, started as observers) and --remove (old voters), "
+                       "or --playbook with a controllers: section that adds or removes one")
     for name, value in (("--catch-up-timeout", catch_up_timeout), ("--stop-timeout", stop_timeout)):
         if value <= 0:
             raise BadInput(f"{name} {value:g}: give a number of seconds above 0")
@@ -141,8 +178,8 @@ def controllers(
                            "in") from None
     request = ControllerMoveRequest(
         controllers=addresses, adds=adds, removes=removes,
-        settings=_settings(addresses, command_config, controller_command_config),
-        broker_settings=client_settings(bootstrap_server, command_config) if bootstrap_server else None,
+        settings=_settings(addresses, command_config, controller_command_config, book),
+        broker_settings=_broker_settings(book, bootstrap_server, command_config),
         release=_release(kafka_version),
         auto_join_ids=frozenset(removes) if auto_join else frozenset(),
         listener=listener, stop_command=stop_command, dry_run=dry_run,
@@ -164,6 +201,15 @@ def controllers(
                 status.update(event["message"])
         result = run_controller_move(request, show)
     _render(result)
+
+
+def _broker_settings(book, bootstrap_server: Optional[str], command_config: Optional[Path]):
+    """The brokers' client settings (``--bootstrap-server`` > the playbook's kafka: section; None: no broker asked)."""
+    from migrate.commands.settings import Inputs
+
+    if not bootstrap_server and book is None:
+        return None
+    return Inputs(playbook=book).client(bootstrap_server, command_config)
 
 
 def _render(result) -> None:
@@ -188,8 +234,13 @@ def _render(result) -> None:
 @app.command("controller-config")
 def controller_config(
     node_id: int = typer.Argument(..., help="The new controller's node.id."),
-    host: str = typer.Option(..., "--host", help="The host the new controller's controller listener is reached at."),
-    port: int = typer.Option(9093, "--port", help="Its controller listener port."),
+    host: Optional[str] = typer.Option(None, "--host", help="The host the new controller's controller listener is "
+                                                             "reached at (default: the playbook's controllers.add)."),
+    port: Optional[int] = typer.Option(None, "--port", help="Its controller listener port (default: the playbook's, "
+                                                            "else 9093)."),
+    playbook: Optional[Path] = typer.Option(None, "--playbook", "-p",
+                                            help="Playbook YAML with a controllers: section: the new controller's host "
+                                                 "and port, the current controllers; flags given win over it."),
     bootstrap_controller: Optional[str] = BOOTSTRAP_CONTROLLER,
     command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
     controller_command_config: Optional[Path] = CONTROLLER_COMMAND_CONFIG_OPTION,
@@ -202,11 +253,21 @@ def controller_config(
     """Print a new controller's server.properties and its kafka-storage format command (it starts as an observer)."""
     from migrate.runner.controllers.config import render_new_controller
 
+    book, section = _playbook(playbook)
+    planned = next((c for c in section.add if c.id == node_id), None) if section is not None else None
+    if section is not None:
+        bootstrap_controller = bootstrap_controller or section.bootstrap_now
+        listener = listener or section.listener_name
+    host = host or (planned.host if planned is not None else None)
+    port = port if port is not None else (planned.port if planned is not None else 9093)
+    if not host:
+        raise BadInput(f"no host for controller {node_id}: give --host (where its controller listener is reached)"
+                       + (", or list it under the playbook's controllers.add" if section is not None else ""))
     if not 0 < port < 65536:
         raise BadInput(f"--port {port}: give a TCP port (1-65535)")
     addresses = _addresses(bootstrap_controller)
-    doc = render_new_controller(addresses, _settings(addresses, command_config, controller_command_config), node_id,
-                                host, port, listener, protocol, metadata_log_dir)
+    doc = render_new_controller(addresses, _settings(addresses, command_config, controller_command_config, book),
+                                node_id, host, port, listener, protocol, metadata_log_dir)
     if output == OutputFormat.json:
         emit_json(doc)
         return

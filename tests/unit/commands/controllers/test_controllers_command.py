@@ -48,3 +48,42 @@ def test_adds_take_ids_ranges_and_endpoints():
 
 def test_release():
     assert _release("4.1.1") == (4, 1) and _release("3.9") == (3, 9) and _release(None) is None
+
+
+def _kraft_playbook(tmp_path, with_controllers: bool = True):
+    from migrate.sandbox import kraft_layout as kl
+    from migrate.sandbox.kraft_cluster import kraft_playbook
+
+    text = kraft_playbook(kl.kraft_spec((3000, 3001), (1,), spare_controller_ids=(3002, 3003)))
+    if not with_controllers:
+        text = text[:text.index("controllers:")] + text[text.index("migration:"):]
+    path = tmp_path / "kraft.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_the_playbooks_controllers_section_gives_adds_removes_controllers_and_listener(tmp_path):
+    from migrate.commands.controllers.app import _from_playbook
+    from migrate.files import load_playbook
+
+    section = load_playbook(_kraft_playbook(tmp_path)).controllers
+    add, remove, where, listener = _from_playbook(section, None, None, None, None)
+    now = section.bootstrap_now.split(",")
+    assert parse_adds(add, listener) == tuple(NewController(c.id, c.host, c.port, listener) for c in section.add)
+    assert [c.id for c in section.add] == [3002, 3003] and remove == ["3000,3001"]
+    assert where.split(",") == now + [c.address for c in section.add] and listener == section.listener_name
+    # flags given win over the playbook
+    assert _from_playbook(section, ["9"], ["3000"], "c1:9093", "CTRL") == (["9"], ["3000"], "c1:9093", "CTRL")
+
+
+def test_a_playbook_without_a_controllers_section_is_refused(tmp_path):
+    r = run("--playbook", str(_kraft_playbook(tmp_path, with_controllers=False)))
+    assert r.returncode == 2 and "no controllers: section" in r.stderr and len(r.stderr.strip().splitlines()) == 1, \
+        r.stderr
+
+
+def test_controller_config_without_a_host_is_refused(tmp_path):
+    r = run("controller-config", "3009", "--playbook", str(_kraft_playbook(tmp_path)))
+    assert r.returncode == 2 and "no host for controller 3009" in r.stderr and "controllers.add" in r.stderr, r.stderr
+    r = run("controller-config", "3009", "--bootstrap-controller", CLOSED)
+    assert r.returncode == 2 and "give --host" in r.stderr, r.stderr
