@@ -127,9 +127,9 @@ def static_quorum_refusal(kraft_version: int | None, release: tuple[int, int] | 
     if kraft_version is not None and kraft_version >= DYNAMIC:
         return None
     head = "the controller quorum is static (kraft.version 0: controller.quorum.voters)"
-    steps = ("make it dynamic first: kafka-features --bootstrap-server B upgrade --feature kraft.version=1, then on every "
-             "controller and broker replace controller.quorum.voters with controller.quorum.bootstrap.servers "
-             "(the controllers' host:port) and roll them; then run this again")
+    steps = ("make it dynamic first: kmigrate controllers upgrade-kraft-version --bootstrap-controller C (sends "
+             "kraft.version=1 and names the nodes to roll), then roll the brokers with controller.quorum.bootstrap.servers "
+             "(the old and the new controllers' host:port) in place of controller.quorum.voters; then run this again")
     if release is None:
         return (f"{head}: on Kafka 4.1 or later, {steps}; on 3.9 or 4.0 it cannot become dynamic: upgrade to 4.1+ first, "
                 "or move to a new KRaft cluster with kmigrate mirror")

@@ -81,7 +81,7 @@ def test_static_quorum_on_39_and_40_names_the_way_out():
 def test_static_quorum_on_41_names_the_upgrade_steps():
     msg = refusal(reading(kraft_version=0, release=(4, 1)), change())
     assert "kraft.version=1" in msg and "controller.quorum.bootstrap.servers" in msg and "roll" in msg
-    assert "mirror" not in msg
+    assert "kmigrate controllers upgrade-kraft-version" in msg and "mirror" not in msg
     assert "kraft.version=1" in refusal(reading(kraft_version=None, release=None), change())
 
 
