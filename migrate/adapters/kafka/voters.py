@@ -1,5 +1,6 @@
 """The KRaft voter set, read and changed on the controllers themselves (KIP-853): DescribeQuorum v2, the finalized
-``kraft.version``, AddRaftVoter, RemoveRaftVoter and UnregisterBroker.
+``kraft.version`` and its upgrade from a static quorum (UpdateFeatures, Kafka 4.1+), AddRaftVoter, RemoveRaftVoter and
+UnregisterBroker.
 
 **Route.** Each request goes to the active controller (the raft leader) on its controller listener, on one
 connection of kafka-python's own (``quorum._ask_controller``: ApiVersions, then TLS and SASL as the
@@ -9,8 +10,14 @@ RemoveRaftVoter with NOT_LEADER_OR_FOLLOWER, so the leader is found first (:func
 given controller (only the leader answers it), else DescribeCluster with the controller endpoint type (KIP-919, 3.7+)
 at any of them, which names the active controller and every controller's address.
 
-**Messages.** kafka-python 3.0 has DescribeQuorum (v0-2, with directory ids and nodes), DescribeCluster and
-ApiVersions, but neither AddRaftVoter, RemoveRaftVoter nor UnregisterBroker: :mod:`migrate.adapters.kafka.messages`
+**UpdateFeatures** (``kraft.version=1``, :func:`upgrade_kraft_version`) goes the same way, to the active controller
+on its controller listener, as ``kafka-features --bootstrap-controller`` sends it; a controller that is not active
+answers NOT_CONTROLLER ("The active controller appears to be node N", seen on 4.1.2 and 4.4.0). Through a broker
+(kafka-python's ``update_features``, which a broker forwards) works too (``validate_only`` answered on both releases),
+but it needs ``--bootstrap-server``; the controller route needs only the controllers, as every other request here.
+
+**Messages.** kafka-python 3.0 has DescribeQuorum (v0-2, with directory ids and nodes), DescribeCluster,
+UpdateFeatures and ApiVersions, but neither AddRaftVoter, RemoveRaftVoter nor UnregisterBroker: :mod:`migrate.adapters.kafka.messages`
 declares them from Kafka's own JSON schemas (pinned to 3.9.0), with kafka-python's schema machinery, a private API:
 kafka-python is pinned to the 3.0 line in pyproject.toml for it. Kafka's own Admin (``kafka-metadata-quorum
 add-controller``) was the other route; it reads the new controller's ``meta.properties`` from local disk, so it only
@@ -274,6 +281,79 @@ def unregister_broker(addresses: Sequence[str], broker_id: int, *, settings: Cli
 
     _change(addresses, UnregisterBrokerRequest(broker_id=broker_id), f"unregistering broker {broker_id}", settings,
             timeout_s, leader)
+
+
+# ------------------------------------------------------------------ kraft.version: static to dynamic (Kafka 4.1+)
+UPDATE_FEATURES_VERSION = 1  # UpgradeType and ValidateOnly, and a result per feature (v2 drops those results)
+UPGRADE = 1  # UpdateFeatures' UpgradeType: an upgrade only (2 and 3 are downgrades)
+
+
+def _error_name(code: int) -> str:
+    import kafka.errors as Errors
+
+    name = getattr(Errors.for_code(code), "message", None)
+    return name if name and name != "UNKNOWN" else _ERROR_NAMES.get(code, f"error {code}")
+
+
+class FeatureUpdateError(StepFailed):
+    """Kafka refused (or did not answer) UpdateFeatures; ``error`` is Kafka's error name (``NO_ANSWER`` when none
+    came), ``retriable`` when re-reading and sending again can succeed (another controller became active)."""
+
+    def __init__(self, message: str, error: str):
+        super().__init__(message)
+        self.error = error
+        self.retriable = error in _RETRIABLE
+
+
+def upgrade_kraft_version(leader: str, *, settings: ClientSettings | None = None, timeout_s: float = 30.0,
+                          validate_only: bool = False) -> None:
+    """UpdateFeatures ``kraft.version=1`` (an upgrade) to the active controller at ``leader`` (its controller
+    listener): Kafka 4.1+ turns a static quorum into a dynamic one (KAFKA-16538). Returns once the controller
+    accepted it; FeatureUpdateError otherwise. A lost answer may hide a done upgrade: the caller reads
+    ``kraft.version`` again before anything else."""
+    from kafka.protocol.admin.cluster import UpdateFeaturesRequest
+
+    key = UpdateFeaturesRequest.FeatureUpdateKey(feature=KRAFT_VERSION, max_version_level=1, allow_downgrade=False,
+                                                 upgrade_type=UPGRADE)
+    request = UpdateFeaturesRequest(timeout_ms=int(timeout_s * 1000), feature_updates=[key], validate_only=validate_only)
+    answer = _ask_controller(leader, request, UPDATE_FEATURES_VERSION, timeout_s + 5.0, settings)
+    what = f"upgrading {KRAFT_VERSION} to 1 at the controller at {leader}"
+    if answer is None:
+        raise FeatureUpdateError(f"{what}: no answer came: it may or may not have happened; read {KRAFT_VERSION} "
+                                 "again before anything else", "NO_ANSWER")
+    found = [(answer.get("error_code"), answer.get("error_message"))]
+    found += [(r.get("error_code"), r.get("error_message")) for r in answer.get("results") or []]
+    for code, message in found:
+        if code:
+            error = _error_name(int(code))
+            detail = f" ({message})" if message and message != "NONE" else ""
+            raise FeatureUpdateError(f"{what}: Kafka answered {error}{detail}", error)
+
+
+def broker_finalized_features(settings: ClientSettings, timeout_s: float = 10.0) -> dict[str, int] | None:
+    """The finalized features (name: level) a broker of ``settings`` reports (kafka-python's ``describe_features``:
+    ApiVersions), ``kraft.version`` 0 when it reports none; None when no broker answers."""
+    from kafka.admin import KafkaAdminClient
+
+    from migrate.adapters.kafka.client import kafka_python_config
+
+    client = None
+    try:
+        client = KafkaAdminClient(**kafka_python_config(settings, request_timeout_ms=int(timeout_s * 1000),
+                                                        client_id="kmigrate-kraft"))
+        features = client.describe_features()
+    except Exception as exc:  # unreachable, or a login refused: the caller says what it could not read
+        log.debug("DescribeFeatures through %s failed: %s", settings.bootstrap_servers, exc)
+        return None
+    finally:
+        if client is not None:
+            try:
+                client.close()
+            except Exception:
+                pass
+    out = {name: int(f["finalized"][1]) for name, f in features.items() if f.get("finalized")}
+    out.setdefault(KRAFT_VERSION, 0)
+    return out
 
 
 @dataclass(frozen=True)
