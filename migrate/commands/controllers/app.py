@@ -8,6 +8,10 @@ The new controllers are started first as observers (``controller-config`` prints
 ``kafka-storage format ... --no-initial-controllers`` command). The move then adds one new controller, removes one
 old one (followers first, the leader last), and so on, each change confirmed in the voter set before the next;
 run again after any interruption, it goes on from what the quorum shows.
+
+A static quorum (``controller.quorum.voters``, ``kraft.version`` 0) is made dynamic first, on Kafka 4.1+:
+
+    kmigrate controllers upgrade-kraft-version --bootstrap-controller c1:9093 --bootstrap-server kafka1:9092
 """
 
 from __future__ import annotations
@@ -280,3 +284,64 @@ def controller_config(
     console.print(f"# then: {' '.join(shlex.quote(c) for c in doc['format_command'])}", markup=False, soft_wrap=True)
     for note in doc["notes"]:
         console.print(f"# {note}", markup=False, soft_wrap=True)
+
+
+@app.command("upgrade-kraft-version")
+def upgrade_kraft_version(
+    bootstrap_controller: Optional[str] = BOOTSTRAP_CONTROLLER,
+    bootstrap_server: Optional[str] = typer.Option(
+        None, "--bootstrap-server", envvar="KAFKA_BOOTSTRAP_SERVERS",
+        help="Kafka brokers: kraft.version 1 is read back there too, and the brokers that still run with "
+             "controller.quorum.voters are named."),
+    command_config: Optional[Path] = COMMAND_CONFIG_OPTION,
+    controller_command_config: Optional[Path] = CONTROLLER_COMMAND_CONFIG_OPTION,
+    kafka_version: Optional[str] = typer.Option(
+        None, "--kafka-version", help="The controllers' Kafka release, used only where they do not show it "
+                                      "(ApiVersions); 4.1 or later converts a static quorum."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds to wait for kraft.version 1 to be read back."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Read and check, say what would be sent; change nothing."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Make a static quorum dynamic (Kafka 4.1+): UpdateFeatures kraft.version=1, read back, then what is left to roll."""
+    from migrate.runner.controllers.upgrade import KraftUpgradeRequest, run_kraft_upgrade
+
+    addresses = _addresses(bootstrap_controller)
+    if timeout <= 0:
+        raise BadInput(f"--timeout {timeout:g}: give a number of seconds above 0")
+    request = KraftUpgradeRequest(
+        controllers=addresses, settings=_settings(addresses, command_config, controller_command_config),
+        broker_settings=_broker_settings(None, bootstrap_server, command_config),
+        release=_release(kafka_version), dry_run=dry_run, timeout_s=timeout)
+    if output == OutputFormat.json:
+        emit_json(run_kraft_upgrade(request).to_dict())
+        return
+    with err_console.status("kmigrate controllers upgrade-kraft-version: reading the quorum") as status:
+        def show(event: dict) -> None:
+            if event["event"] == "features":
+                console.print(f"active controller {event['leader']}: kraft.version {event['kraft_version']}, "
+                              f"metadata.version {event['metadata_version']}, Kafka {event['release']}", markup=False)
+            else:
+                console.print(f"{event['event']}: {event['message']}", markup=False, soft_wrap=True)
+                status.update(event["message"])
+        result = run_kraft_upgrade(request, show)
+    _render_upgrade(result)
+
+
+def _render_upgrade(result) -> None:
+    if result.action == "dry-run":
+        console.print(f"[bold]dry run[/bold]: would send {result.request}; nothing changed", soft_wrap=True,
+                      highlight=False)
+    elif result.action == "already-dynamic":
+        console.print(f"[green]already dynamic[/green]: kraft.version {result.kraft_version_after}; nothing changed",
+                      highlight=False)
+    else:
+        console.print(f"[green]upgraded[/green]: kraft.version {result.kraft_version_before} -> "
+                      f"{result.kraft_version_after}, read back ({result.seconds:.1f} s)", highlight=False)
+    voters = ", ".join(f"{v['id']} ({v['directory_id'] or 'no directory id'})" for v in result.voters)
+    console.print(f"voters: {voters}", markup=False, soft_wrap=True)
+    if not result.next_steps:
+        console.print("nothing left: every node runs with controller.quorum.bootstrap.servers", markup=False)
+        return
+    console.print("next:")
+    for i, step in enumerate(result.next_steps, 1):
+        console.print(f"  {i}. {step}", markup=False, soft_wrap=True)

@@ -87,3 +87,21 @@ def test_controller_config_without_a_host_is_refused(tmp_path):
     assert r.returncode == 2 and "no host for controller 3009" in r.stderr and "controllers.add" in r.stderr, r.stderr
     r = run("controller-config", "3009", "--bootstrap-controller", CLOSED)
     assert r.returncode == 2 and "give --host" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args, says", [
+    ([], "--bootstrap-controller"),
+    (["--bootstrap-controller", CLOSED, "--timeout", "0"], "--timeout"),
+    (["--bootstrap-controller", CLOSED, "--kafka-version", "four"], "--kafka-version"),
+    (["--bootstrap-controller", "c1:port"], "--bootstrap-controller"),
+])
+def test_upgrade_kraft_version_bad_input_is_one_line_and_exit_2(args, says):
+    r = run("upgrade-kraft-version", *args)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and says in lines[0] and not r.stdout, r.stderr
+
+
+def test_upgrade_kraft_version_with_no_controller_answering_is_exit_1():
+    r = run("upgrade-kraft-version", "--bootstrap-controller", CLOSED)
+    assert r.returncode == 1 and "no KRaft leader answered" in r.stderr, (r.returncode, r.stderr)
