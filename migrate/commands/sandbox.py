@@ -338,7 +338,8 @@ def restart_broker(
                                     "zookeeper (the rollback: its ZooKeeper-mode config again)."),
     quorum_bootstrap: Optional[str] = typer.Option(
         None, "--controller-quorum-bootstrap-servers", help="A KRaft broker's new controller.quorum.bootstrap.servers "
-                                                            "(host:port,...: the rolls around kmigrate controllers)."),
+                                                            "(host:port,...: the rolls around kmigrate controllers), "
+                                                            "in place of controller.quorum.voters where it has them."),
     timeout: str = HEALTH_TIMEOUT_OPTION,
     directory: Optional[Path] = DIR_OPTION,
 ) -> None:
@@ -353,12 +354,14 @@ def restart_broker(
             raise BadInput("--controller-quorum-bootstrap-servers is a KRaft broker's: give no --zookeeper or --kraft-phase with it")
         for address in quorum_bootstrap.split(","):
             split_host_port(address.strip(), 9093, "--controller-quorum-bootstrap-servers")
-        if "controller.quorum.bootstrap.servers" not in sandbox.broker_properties(broker_id):
-            raise BadInput(f"broker {broker_id} runs without controller.quorum.bootstrap.servers (a ZooKeeper-mode broker, "
-                           "or a static quorum's controller.quorum.voters): nothing to change")
+        props = sandbox.broker_properties(broker_id)
+        if not any(k in props for k in ("controller.quorum.bootstrap.servers", "controller.quorum.voters")):
+            raise BadInput(f"broker {broker_id} runs without controller.quorum.bootstrap.servers or "
+                           "controller.quorum.voters (a ZooKeeper-mode broker): nothing to change")
+        # a static quorum's broker (controller.quorum.voters) leaves it for the bootstrap list (kraft.version 1 first)
         _restarted(sandbox, f"kafka-{broker_id}", lambda progress: sandbox.restart_broker(
             broker_id, health_timeout_s=seconds, progress=progress, kafka_version=kafka_version,
-            settings={"controller.quorum.bootstrap.servers": quorum_bootstrap}))
+            settings={"controller.quorum.bootstrap.servers": quorum_bootstrap, "controller.quorum.voters": None}))
         return
     if kraft_phase is not None:
         from migrate.sandbox.kraft import KraftSandbox
@@ -406,6 +409,11 @@ def restart_controller(
     controller_id: int = typer.Argument(..., help="Controller id."),
     finalize: bool = typer.Option(False, "--finalize", help="Restart without the migration flag and ZooKeeper: "
                                   "finalizes the migration; there is no way back to ZooKeeper after it."),
+    quorum_bootstrap: Optional[str] = typer.Option(
+        None, "--controller-quorum-bootstrap-servers", help="In a --kraft sandbox: the controller's new "
+                                                            "controller.quorum.bootstrap.servers (host:port,...), in "
+                                                            "place of controller.quorum.voters (a static quorum made "
+                                                            "dynamic: kraft.version 1 first)."),
     directory: Optional[Path] = DIR_OPTION,
 ) -> None:
     """Restart one KRaft controller with its migration config, or its finalized one (--finalize); in a --kraft sandbox
@@ -419,10 +427,19 @@ def restart_controller(
 
         if finalize:
             raise BadInput("--finalize is for a ZooKeeper-to-KRaft migration's controllers: this sandbox has no ZooKeeper")
+        settings = None
+        if quorum_bootstrap is not None:
+            from migrate.core.units import split_host_port
+
+            for address in quorum_bootstrap.split(","):
+                split_host_port(address.strip(), 9093, "--controller-quorum-bootstrap-servers")
+            settings = {"controller.quorum.bootstrap.servers": quorum_bootstrap, "controller.quorum.voters": None}
         with err_console.status(f"{what}: restarting"):
-            view = KraftCluster(sandbox).restart_controller(controller_id)
+            view = KraftCluster(sandbox).restart_controller(controller_id, settings=settings)
         err_console.print(f"{what}: restarted ({view.role(controller_id)}; leader {view.leader_id})", markup=False)
         return
+    if quorum_bootstrap is not None:
+        raise BadInput("--controller-quorum-bootstrap-servers is for a --kraft sandbox's controllers")
     with err_console.status(f"{what}: restarting"):
         KraftSandbox(sandbox).restart_controller(controller_id, finalize=finalize)
     err_console.print(f"{what}: restarted" + (" (finalized)" if finalize else ""), markup=False)

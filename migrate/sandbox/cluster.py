@@ -23,7 +23,7 @@ from migrate.errors import BadInput
 from migrate.sandbox import launch, probes
 from migrate.sandbox import security as sandbox_security
 from migrate.sandbox.kraft_cluster import KraftCluster
-from migrate.sandbox.layout import BrokerNode, SandboxSpec, ZkNode
+from migrate.sandbox.layout import BrokerNode, SandboxSpec, ZkNode, with_settings
 from migrate.sandbox.security import SandboxSecurity
 from migrate.sandbox.supervisor import STATE_FILE, NodeProcesses, NodeState, read_state, write_state
 
@@ -404,9 +404,9 @@ class Sandbox:
     def restart_broker(self, broker_id: int, zookeeper_connect: str | None = None, wait: bool = True,
                        health_timeout_s: float | None = 300,
                        progress: Callable[[str], None] = lambda msg: None, kafka_version: str | None = None,
-                       settings: dict[str, str] | None = None) -> None:
+                       settings: dict[str, str | None] | None = None) -> None:
         """Restart one broker, optionally with a new ``zookeeper.connect`` (one step of a rolling restart), other
-        ``settings`` in its server.properties, or on another Kafka release (``kafka_version``: one step of a rolling
+        ``settings`` in its server.properties (None: the setting removed), or on another Kafka release (``kafka_version``: one step of a rolling
         upgrade); with ``wait``, return once it serves and the cluster is healthy (``health_timeout_s=None``: once it
         serves)."""
         name = f"kafka-{broker_id}"
@@ -422,7 +422,7 @@ class Sandbox:
             props = self.broker_properties(broker_id)
             if zookeeper_connect is not None:
                 props["zookeeper.connect"] = zookeeper_connect
-            props.update(settings or {})
+            props = with_settings(props, settings)
             with open(Path(node.dir) / "server.properties", "w") as f:
                 javaproperties.dump(props, f, timestamp=False, sort_keys=True)
         self.restart(name, wait=wait, health_timeout_s=health_timeout_s, progress=progress)

@@ -26,7 +26,7 @@ from migrate.errors import BadInput, StepFailed
 from migrate.files import write_private
 from migrate.sandbox import kraft_layout as kl
 from migrate.sandbox.kraft import CONTROLLER_KIND
-from migrate.sandbox.layout import CONTROLLER_PORT, SandboxSpec
+from migrate.sandbox.layout import CONTROLLER_PORT, SandboxSpec, with_settings
 from migrate.sandbox.supervisor import NodeState
 from migrate.waiting import wait_until
 
@@ -238,12 +238,18 @@ class KraftCluster:
         if wait:
             self.wait_listed([controller_id], timeout_s, since_ms=since_ms)
 
-    def restart_controller(self, controller_id: int, timeout_s: float = 120) -> Quorum:
-        """Stop one controller and start it again with its files; return once the leader (maybe another one: a
-        stopped leader resigns) lists it as fetching again and caught up since it started."""
+    def restart_controller(self, controller_id: int, timeout_s: float = 120,
+                           settings: dict[str, str | None] | None = None) -> Quorum:
+        """Stop one controller and start it again with its files (``settings`` changed in its server.properties
+        first, None removing one); return once the leader (maybe another one: a stopped leader resigns) lists it as
+        fetching again and caught up since it started."""
         name = f"{CONTROLLER_KIND}-{controller_id}"
-        self.sandbox.node(name)
+        node = self.sandbox.node(name)
         self.sandbox.stop(name)
+        if settings:
+            path = Path(node.dir) / "server.properties"
+            props = with_settings(read_properties(path), settings)
+            write_private(path, javaproperties.dumps(props, timestamp=False, sort_keys=False))
         self.start_controller(controller_id, wait=False)
         return self.wait_listed([controller_id], timeout_s, since_ms=self._started_ms)
 

@@ -310,6 +310,18 @@ def server_properties(spec: SandboxSpec, broker: BrokerNode, log_dir: str, zooke
     return props
 
 
+def with_settings(props: dict[str, str], settings: dict[str, str | None] | None) -> dict[str, str]:
+    """``props`` with ``settings`` applied: a value set, None removing the key (a restart with changed settings).
+
+    >>> with_settings({"controller.quorum.voters": "1@c1:9093", "a": "1"},
+    ...               {"controller.quorum.voters": None, "controller.quorum.bootstrap.servers": "c1:9093"})
+    {'a': '1', 'controller.quorum.bootstrap.servers': 'c1:9093'}
+    """
+    out = {k: v for k, v in props.items() if not (settings and k in settings and settings[k] is None)}
+    out.update({k: v for k, v in (settings or {}).items() if v is not None})
+    return out
+
+
 def log4j_properties(log_file: str) -> str:
     return "\n".join(
         [

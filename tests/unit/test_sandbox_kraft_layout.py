@@ -201,3 +201,18 @@ def test_sandbox_up_refusals_are_one_line_exit_2_and_start_nothing(tmp_path, cap
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "sandbox").exists()
+
+
+def test_a_restart_swaps_a_static_nodes_voters_for_the_bootstrap_list():
+    """``sandbox restart-broker/restart-controller --controller-quorum-bootstrap-servers`` on a static quorum's node
+    (kraft.version 1 first): controller.quorum.voters removed, the bootstrap list set, the rest kept in order."""
+    from migrate.sandbox.layout import with_settings
+
+    spec = kl.kraft_spec((3000, 3001), (1,), static_quorum=True, ip_prefix="127.0.61")
+    for props in (kl.broker_properties(spec, spec.brokers[0], "/d"), kl.controller_properties(spec, spec.controllers[0], "/m")):
+        new = with_settings(props, {"controller.quorum.bootstrap.servers": "127.0.61.1:9093,127.0.61.2:9093",
+                                    "controller.quorum.voters": None})
+        assert "controller.quorum.voters" in props and "controller.quorum.voters" not in new
+        assert new["controller.quorum.bootstrap.servers"] == "127.0.61.1:9093,127.0.61.2:9093"
+        assert {k: v for k, v in new.items() if k != "controller.quorum.bootstrap.servers"} == {
+            k: v for k, v in props.items() if k != "controller.quorum.voters"}
