@@ -29,7 +29,7 @@ from migrate.core.controllers.upgrade import (
     KRAFT_VERSION, METADATA_VERSION, FeatureReading, check_upgrade, metadata_version_text, next_steps, request_text,
     resolve_release, still_static,
 )
-from migrate.errors import StepFailed
+from migrate.errors import BadInput, StepFailed
 from migrate.waiting import SYSTEM_CLOCK, Clock, FakeClock, wait_until
 
 log = logging.getLogger("kmigrate.controllers")
@@ -153,6 +153,9 @@ class KraftUpgrade:
                                     release="unknown" if reading.release is None else "%d.%d" % reading.release)
         self.emit({"event": "features", "leader": reading.leader_id, "kraft_version": reading.kraft_version,
                    "metadata_version": result.metadata_version, "release": result.release})
+        if self.req.broker_settings is not None and kv.broker_finalized_features(self.req.broker_settings) is None:
+            raise BadInput(f"no broker answered at --bootstrap-server {self.req.broker_settings.bootstrap_servers} "
+                           "(DescribeFeatures): check it and --command-config; nothing was sent")
         if not send:
             result.action = "already-dynamic"
         elif self.req.dry_run:
@@ -218,7 +221,13 @@ class KraftUpgrade:
         result.voters = [{"id": v.id, "directory_id": v.directory_id} for v in view.quorum.voters]
         addresses = self._addresses(view)
         result.bootstrap_servers = ",".join(addresses[i] for i in sorted(addresses))
-        result.static_controllers, result.static_brokers = self._static_nodes(view)
+        try:
+            result.static_controllers, result.static_brokers = self._static_nodes(view)
+        except BadInput as exc:
+            if result.action != "upgraded":
+                raise
+            raise StepFailed(f"kraft.version is 1 now, but the nodes' configs could not be read: {exc.message}; run "
+                             "the same command again to see what is left") from None
         result.next_steps = next_steps(result.bootstrap_servers, result.static_controllers, result.static_brokers)
         if result.action == "dry-run":
             result.next_steps.insert(0, "run it without --dry-run: kmigrate sends it, then reads kraft.version 1 back")

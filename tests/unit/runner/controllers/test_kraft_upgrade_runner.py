@@ -149,3 +149,13 @@ def test_no_leader_while_a_controller_answers_is_bad_input(fake):
     with pytest.raises(BadInput, match="no leader"):
         run()
     assert cluster.sent == []
+
+
+def test_brokers_that_do_not_answer_are_bad_input_before_anything_is_sent(fake, monkeypatch):
+    from migrate.core.clientconfig import ClientSettings
+
+    cluster = fake()
+    monkeypatch.setattr(kv, "broker_finalized_features", lambda settings, timeout_s=10.0: None)
+    with pytest.raises(BadInput, match="no broker answered at --bootstrap-server b1:9092"):
+        run(broker_settings=ClientSettings("b1:9092"))
+    assert cluster.sent == []
