@@ -5,13 +5,15 @@ controller), on real Kafka 4.4.0 processes with no ZooKeeper.
 One small sandbox: controllers 3000 and 3001 (a dynamic quorum), brokers 1 and 2, spare broker 3 (empty).
 Refusals first (one line, exit 2, the registrations unchanged): a running broker, a fenced broker whose process still
 runs (frozen), a stopped broker still hosting replicas, a controller's id. Then the move, the stop, the
-unregistration, read back in DescribeCluster with fenced brokers (v2), and a rerun that finds it already done. Last,
+unregistration, read back in DescribeCluster with fenced brokers (v2), and a rerun that finds it already done;
+`verify compare` against the snapshot taken before the move finds every record. Last,
 the follower controller removed from the voters and stopped: Kafka 4.4.0 keeps its registration, and the report
 names it.
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -106,11 +108,15 @@ def test_a_stopped_broker_still_hosting_replicas_is_refused(cluster, capsys):
     sandbox.start("kafka-2")
 
 
-def test_moved_stopped_unregistered_and_gone(cluster, capsys):
+def test_moved_stopped_unregistered_and_gone(cluster, capsys, tmp_path):
     sandbox, admin = cluster
     bs = sandbox.bootstrap_servers(spare=None)
     code, out, err = run(capsys, "health", "--bootstrap-server", bs, "--wait", "--timeout", "60s")
     assert code == 0, out + err
+    before = tmp_path / "before.json"  # kmigrate verify on a KRaft cluster: snapshot now, compare at the end
+    code, out, err = run(capsys, "verify", "snapshot", "--bootstrap-server", bs, "--topic", TOPIC, "-o", str(before),
+                         "--master", "local[2]")
+    assert code == 0, err
     code, out, err = run(capsys, "partitions", "--bootstrap-server", bs, "--mapping", "2:3", "--throttle", "20MB/s")
     assert code == 0, err + out  # every topic: __consumer_offsets has replicas on broker 2 too
     md = admin.list_topics(timeout=30)
@@ -128,6 +134,11 @@ def test_moved_stopped_unregistered_and_gone(cluster, capsys):
     assert _registrations(sandbox) == {1: False, 3: False}
     code, out, err = run(capsys, "health", "--bootstrap-server", sandbox.spec.bootstrap_servers(spare=True))
     assert code == 0, out + err
+    code, out, err = run(capsys, "verify", "compare", str(before), "--bootstrap-server",
+                         sandbox.spec.bootstrap_servers(spare=True), "--master", "local[2]", "--output", "json")
+    report = json.loads(out)
+    assert code == 0 and report["ok"] and report["summary"]["partitions"] == 2, (report, err)
+    assert report["summary"]["differing_partitions"] == 0 and sum(p["after"]["records"] for p in report["partitions"]) == 200
 
 
 def test_a_removed_controller_still_registered_is_reported(cluster, capsys):
