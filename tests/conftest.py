@@ -54,8 +54,8 @@ MODULE_SECONDS = {
     "test_verify_retention.py": 56,
     "test_canary.py": 55,
     "test_sandbox_lifecycle.py": 45,
-    "test_brokers_unregister.py": 50,  # Kafka 4.4.0, 2 controllers, 2 brokers + 1 spare: 46 s alone through itest (kraft-brokers)
-    "test_sandbox_kraft.py": 36,  # 3.9.2 dynamic + 4.4.0 static, alone through itest (kraft-sandbox, 2026-11-27)
+    "test_brokers_unregister.py": 65,  # Kafka 4.4.0, 2 controllers, 2 brokers + 1 spare, verify: 62 s alone through itest
+    "test_sandbox_kraft.py": 60,  # 3.9.2 dynamic + 4.4.0 static (made dynamic and moved), alone through itest
     "test_zookeeper_sizes.py": 42,
     "test_mirror_connect.py": 41,
     "test_zookeeper_reconfig.py": 31,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -145,9 +146,11 @@ def test_the_playbook_it_writes_plan_and_health(cluster, capsys, tmp_path):
     assert code == 0, out + err
 
 
-def test_newest_kafka_4_static_quorum(capsys):
+def test_newest_kafka_4_static_quorum(capsys, tmp_path):
     """Kafka 4.4.0 (log4j2, no ZooKeeper mode): a static quorum of one voter (kraft.version 0), a spare controller
-    observing, a broker producing and consuming, sandbox status from disk."""
+    observing, a broker producing and consuming, sandbox status from disk; then ``controllers
+    upgrade-kraft-version`` and ``controllers`` from the sandbox's playbook: kraft.version 1 and the spare the one
+    voter."""
     spec = dict(zookeeper_ids=(), controller_ids=(3000,), spare_controller_ids=(3001,), broker_ids=(1,),
                 static_quorum=True, kafka_version=NEWEST_KAFKA)
     with running_sandbox(spec) as sandbox:
@@ -162,3 +165,21 @@ def test_newest_kafka_4_static_quorum(capsys):
         assert code == 0, err
         assert {n["name"]: n["role"] for n in doc["nodes"]} == {
             "controller-3000": "controller (leader)", "controller-3001": "controller (observer)", "kafka-1": "broker"}
+
+        # made dynamic from its playbook (the newest release; test_controllers_static does 4.1), then moved to 3001
+        playbook = tmp_path / "kraft.yaml"
+        playbook.write_text(KraftCluster(sandbox).playbook())
+        code, doc, err = run_json(capsys, "controllers", "upgrade-kraft-version", "--playbook", str(playbook))
+        assert code == 0, err
+        assert _features(sandbox.bootstrap_servers())["kraft.version"]["finalized"][1] == 1, doc
+        controllers = sandbox.spec.bootstrap_controllers(spare=None)
+        code, out, err = run(capsys, "sandbox", "restart-broker", "1", "--controller-quorum-bootstrap-servers",
+                             controllers, "--dir", str(sandbox.dir))
+        assert code == 0, err
+        stop = f"{shlex.quote(sys.executable)} -m migrate sandbox stop controller-{{id}} --dir {shlex.quote(str(sandbox.dir))}"
+        code, out, err = run(capsys, "controllers", "--playbook", str(playbook), "--kafka-version", NEWEST_KAFKA,
+                             "--stop-command", stop, "-O", "json")
+        done = json.loads(out.strip().splitlines()[-1])
+        assert code == 0 and done["event"] == "done", (out, err)
+        assert KraftCluster(sandbox).quorum().voter_ids == (3001,), done
+        _round_trip(sandbox.bootstrap_servers(), rf=1, records=20)

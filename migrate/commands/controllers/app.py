@@ -299,18 +299,22 @@ def upgrade_kraft_version(
         None, "--kafka-version", help="The controllers' Kafka release, used only where they do not show it "
                                       "(ApiVersions); 4.1 or later converts a static quorum."),
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds to wait for kraft.version 1 to be read back."),
+    playbook: Optional[Path] = typer.Option(None, "--playbook", "-p",
+                                            help="Playbook YAML with a controllers: section (its voters are asked) and "
+                                                 "kafka: settings; flags given win over it."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Read and check, say what would be sent; change nothing."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Make a static quorum dynamic (Kafka 4.1+): UpdateFeatures kraft.version=1, read back, then what is left to roll."""
     from migrate.runner.controllers.upgrade import KraftUpgradeRequest, run_kraft_upgrade
 
-    addresses = _addresses(bootstrap_controller)
+    book, section = _playbook(playbook)
+    addresses = _addresses(bootstrap_controller or (section.bootstrap_now if section is not None else None))
     if timeout <= 0:
         raise BadInput(f"--timeout {timeout:g}: give a number of seconds above 0")
     request = KraftUpgradeRequest(
-        controllers=addresses, settings=_settings(addresses, command_config, controller_command_config),
-        broker_settings=_broker_settings(None, bootstrap_server, command_config),
+        controllers=addresses, settings=_settings(addresses, command_config, controller_command_config, book),
+        broker_settings=_broker_settings(book, bootstrap_server, command_config),
         release=_release(kafka_version), dry_run=dry_run, timeout_s=timeout)
     if output == OutputFormat.json:
         emit_json(run_kraft_upgrade(request).to_dict())

@@ -105,3 +105,10 @@ def test_upgrade_kraft_version_bad_input_is_one_line_and_exit_2(args, says):
 def test_upgrade_kraft_version_with_no_controller_answering_is_exit_1():
     r = run("upgrade-kraft-version", "--bootstrap-controller", CLOSED)
     assert r.returncode == 1 and "no KRaft leader answered" in r.stderr, (r.returncode, r.stderr)
+
+
+def test_upgrade_kraft_version_takes_the_playbooks_voters(tmp_path):
+    r = run("upgrade-kraft-version", "--playbook", str(_kraft_playbook(tmp_path, with_controllers=False)))
+    assert r.returncode == 2 and "no controllers: section" in r.stderr, r.stderr
+    r = run("upgrade-kraft-version")
+    assert r.returncode == 2 and "--bootstrap-controller" in r.stderr, r.stderr
