@@ -18,6 +18,9 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -42,12 +45,14 @@ def kmigrate(*args: str, env: dict | None = None, timeout: float = 600) -> subpr
                           env={**os.environ, **(env or {})})
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("controllers")
-    proc = kmigrate("sandbox", "up", "--kraft", "--controller-ids", ",".join(map(str, OLD)), "--spare-controller-ids",
-                    ",".join(map(str, NEW)), "--broker-ids", ",".join(map(str, BROKERS)),
-                    "--kafka-version", KAFKA, "--ip-prefix", free_ip_prefix(12), "--dir", str(directory),
+@contextmanager
+def kraft_sandbox(directory: Path, voters: tuple[int, ...], spares: tuple[int, ...],
+                  brokers: tuple[int, ...]) -> Iterator[Sandbox]:
+    """A Kafka 4.4.0 ``sandbox up --kraft`` (dynamic quorum of ``voters``, ``spares`` as observers), always stopped."""
+    nodes = len(voters) + len(spares) + len(brokers)
+    proc = kmigrate("sandbox", "up", "--kraft", "--controller-ids", ",".join(map(str, voters)),
+                    "--spare-controller-ids", ",".join(map(str, spares)), "--broker-ids", ",".join(map(str, brokers)),
+                    "--kafka-version", KAFKA, "--ip-prefix", free_ip_prefix(nodes + 4), "--dir", str(directory),
                     "--output", "json")
     sandbox = Sandbox(directory)
     try:
@@ -55,6 +60,12 @@ def cluster(tmp_path_factory):
         yield sandbox
     finally:
         sandbox.down()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with kraft_sandbox(tmp_path_factory.mktemp("controllers"), OLD, NEW, BROKERS) as sandbox:
+        yield sandbox
 
 
 def address(sandbox: Sandbox, node_id: int) -> str:
@@ -69,16 +80,21 @@ def voters(sandbox: Sandbox) -> tuple[int, ...]:
     return kv.read_quorum([address(sandbox, i) for i in (*OLD, *NEW)])[1].voter_ids
 
 
+def stop_command(sandbox: Sandbox) -> str:
+    """``--stop-command``: stop the sandbox's controller ``{id}``."""
+    return (f"{shlex.quote(sys.executable)} -m migrate sandbox stop controller-{{id}} "
+            f"--dir {shlex.quote(str(sandbox.dir))}")
+
+
 def move_args(sandbox: Sandbox, *extra: str) -> list[str]:
-    stop = f"{shlex.quote(sys.executable)} -m migrate sandbox stop {{name}} --dir {shlex.quote(str(sandbox.dir))}"
     return ["controllers", "--add", ",".join(map(str, NEW)), "--remove", ",".join(map(str, OLD)),
             "--bootstrap-controller", controllers_flag(sandbox), "--kafka-version", KAFKA,
-            "--stop-command", stop.replace("{name}", "controller-{id}"), *extra]
+            "--stop-command", stop_command(sandbox), *extra]
 
 
-def roll_brokers(sandbox: Sandbox, controllers: tuple[int, ...]) -> None:
+def roll_brokers(sandbox: Sandbox, controllers: tuple[int, ...], brokers: tuple[int, ...] = BROKERS) -> None:
     value = ",".join(address(sandbox, i) for i in controllers)
-    for b in BROKERS:
+    for b in brokers:
         r = kmigrate("sandbox", "restart-broker", str(b), "--controller-quorum-bootstrap-servers", value,
                      "--dir", str(sandbox.dir))
         assert r.returncode == 0, r.stderr[-2000:]
