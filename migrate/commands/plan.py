@@ -181,7 +181,12 @@ def plan(
         result = plan_from_reassignment_json(text, snapshot, source=str(from_reassignment_json), plan_file=plan_name, **kwargs)
     else:
         assert pb is not None
-        result = build_plan(snapshot, pb, allow_merge=allow_merge, plan_file=plan_name)
+        kraft_version = None
+        if pb.controllers is not None and not cluster_file:  # a KRaft cluster's controllers move: static or dynamic?
+            from migrate.runner.inspect import read_kraft_version
+
+            kraft_version = read_kraft_version(settings)
+        result = build_plan(snapshot, pb, allow_merge=allow_merge, plan_file=plan_name, kraft_version=kraft_version)
     if out:
         out.write_text(plan_to_json(result))
     if reassignment_json:

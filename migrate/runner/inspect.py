@@ -140,3 +140,12 @@ def inspect_cluster(settings: ClientSettings, zookeeper_connect: str | None, aut
     )
     return ClusterSnapshot(cluster_id=cluster_id, controller_id=controller, zookeeper=ensemble,
                            brokers=tuple(brokers), topics=out_topics, ongoing_reassignments=ongoing)
+
+
+def read_kraft_version(settings: ClientSettings) -> int | None:
+    """The finalized ``kraft.version`` the brokers of ``settings`` report (0: a static controller quorum), None when
+    it cannot be read (a ZooKeeper-mode broker reports none either: ask only a KRaft cluster)."""
+    from migrate.adapters.kafka.voters import broker_finalized_features
+
+    features = broker_finalized_features(settings)
+    return None if features is None else int(features.get("kraft.version", 0))

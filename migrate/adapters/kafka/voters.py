@@ -134,16 +134,19 @@ def describe_cluster_controllers(address: str, settings: ClientSettings | None =
 
 
 def find_leader(addresses: Sequence[str], settings: ClientSettings | None = None,
-                timeout_s: float = 5.0) -> tuple[str, dict] | None:
+                timeout_s: float = 5.0, not_leaders: list[str] | None = None) -> tuple[str, dict] | None:
     """The leader's address and its DescribeQuorum v2 answer (as kafka-python decodes it: read it with
     :func:`~migrate.core.controllers.quorum.quorum_from_answer`), found among
-    ``addresses`` or through DescribeCluster at any of them; None when no leader answers."""
+    ``addresses`` or through DescribeCluster at any of them; None when no leader answers (``not_leaders``, when
+    given, gets the addresses that answered as controllers that do not lead)."""
     tried: set[str] = set()
     for address in addresses:
         tried.add(address)
         answer, error = _describe_quorum(address, settings, timeout_s)
         if answer is not None:
             return address, answer
+        if error is not None and not_leaders is not None:
+            not_leaders.append(address)
         log.debug("DescribeQuorum at %s: %s", address, error or "no answer")
     for address in addresses:
         cluster = describe_cluster_controllers(address, settings, timeout_s)
@@ -165,7 +168,13 @@ def read_quorum(addresses: Sequence[str], settings: ClientSettings | None = None
                 timeout_s: float = 5.0) -> tuple[str, Quorum]:
     """The leader's address and the quorum it describes; StepFailed when no controller of ``addresses`` leads or
     knows the leader."""
-    found = find_leader(addresses, settings, timeout_s)
+    not_leaders: list[str] = []
+    found = find_leader(addresses, settings, timeout_s, not_leaders)
+    if found is None and not_leaders:
+        raise StepFailed(f"DescribeQuorum at {', '.join(not_leaders)}: not the leader, and no controller named "
+                         "the active one (DescribeCluster lists only registered controllers: one started as an "
+                         "observer of a static quorum stayed unregistered until restarted, seen on Kafka 4.1.2): give "
+                         "every controller's listener in --bootstrap-controller, or restart the unregistered ones")
     if found is None:
         raise StepFailed(f"no KRaft leader answered DescribeQuorum at {', '.join(addresses)} (nor did DescribeCluster "
                          "name one): check --bootstrap-controller (the controllers' controller listener) and that a "

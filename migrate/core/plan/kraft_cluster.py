@@ -28,6 +28,7 @@ Step = tuple[str, str, str, str]  # (actor, command, description, check)
 CONTROLLER_COMMANDS = {
     "controller_config": "kmigrate controllers controller-config {id} --host {host} --port {port} "
                          "--bootstrap-controller {now}",
+    "upgrade": "kmigrate controllers upgrade-kraft-version --bootstrap-controller {now} --bootstrap-server {bootstrap}",
     "move": "kmigrate controllers {changes} --bootstrap-controller {during} --bootstrap-server {bootstrap}",
     "unregister": "kmigrate brokers unregister --broker-list {ids} --bootstrap-server {bootstrap} "
                   "--bootstrap-controller {after}",
@@ -41,16 +42,30 @@ def _ids(ids: Sequence[int]) -> str:
 
 
 def controller_steps(controllers: ControllerSettings, *, bootstrap: str = "BOOTSTRAP",
-                     command_config: str | None = None, kafka_version: str | None = None) -> tuple[Step, ...]:
+                     command_config: str | None = None, kafka_version: str | None = None,
+                     kraft_version: int | None = None) -> tuple[Step, ...]:
     """The controller quorum's move: the new controllers started, the first broker roll, the voter change, the second
     roll. Empty when the section adds and removes nothing. ``kafka_version``: the cluster's release when known (it
-    decides whether an old controller stops before or after its removal)."""
+    decides whether an old controller stops before or after its removal). ``kraft_version`` 0 (a static quorum,
+    read from the cluster): the upgrade to a dynamic quorum comes first, before any new controller starts."""
     if not controllers.add and not controllers.remove:
         return ()
     cc = f" --command-config {command_config}" if command_config else ""
     health = CONTROLLER_COMMANDS["health"].format(bootstrap=bootstrap) + cc
     now, during, after = controllers.bootstrap_now, controllers.bootstrap_during, controllers.bootstrap_after
     steps: list[Step] = []
+    if kraft_version == 0:
+        upgrade = CONTROLLER_COMMANDS["upgrade"].format(now=now, bootstrap=bootstrap) + cc
+        steps.append(("kmigrate", upgrade,
+                      "The controller quorum is static (kraft.version 0: controller.quorum.voters), and voters can "
+                      "only be added to a dynamic one (Kafka 4.1+; 3.9 and 4.0 cannot convert: the audit says so). "
+                      "This sends kraft.version=1 to the active controller and reads it back, then names the nodes "
+                      "still on controller.quorum.voters: on the current controllers replace it with "
+                      f"controller.quorum.bootstrap.servers={now} and restart them one at a time (the brokers get "
+                      "theirs in the roll below). Do it before starting any new controller: one started as an "
+                      "observer of a static quorum did not register with the controllers until it was restarted "
+                      "(seen on Kafka 4.1.2), and kmigrate then finds neither its address nor, through it, the leader.",
+                      "the active controller reports kraft.version 1 (kafka-features describe)"))
     for c in controllers.add:
         config = CONTROLLER_COMMANDS["controller_config"].format(id=c.id, host=c.host, port=c.port, now=now) + cc
         steps.append(("operator", f"start the new KRaft controller {c.id} on {c.address} as an observer",

@@ -255,27 +255,50 @@ def with_kraft(runbook: Sequence[RunbookStep], snapshot: ClusterSnapshot, playbo
     return numbered(rows, 1)
 
 
-def with_controllers(runbook: Sequence[RunbookStep], snapshot: ClusterSnapshot,
-                     playbook: Playbook) -> tuple[RunbookStep, ...]:
-    """``runbook`` with the controller quorum's move of ``playbook.controllers`` (``migrate.core.plan.kraft_cluster``)
-    right after the audit, before the brokers move: the new brokers then start knowing the new controllers."""
-    assert playbook.controllers is not None
+def _oldest_release(snapshot: ClusterSnapshot) -> str | None:
     releases = sorted({b.version for b in snapshot.brokers if b.alive and b.version},
                       key=lambda v: release_tuple(v) or (0, 0))
+    return releases[0] if releases else None
+
+
+def with_controllers(runbook: Sequence[RunbookStep], snapshot: ClusterSnapshot,
+                     playbook: Playbook, kraft_version: int | None = None) -> tuple[RunbookStep, ...]:
+    """``runbook`` with the controller quorum's move of ``playbook.controllers`` (``migrate.core.plan.kraft_cluster``)
+    right after the audit, before the brokers move: the new brokers then start knowing the new controllers.
+    ``kraft_version``: the cluster's finalized one when read (0: a static quorum, made dynamic first)."""
+    assert playbook.controllers is not None
     rows = [(s.actor, s.command, s.description, s.check) for s in runbook]
     rows[1:1] = controller_steps(playbook.controllers, bootstrap=playbook.kafka.bootstrap_servers,
                                  command_config=playbook.kafka.command_config,
-                                 kafka_version=releases[0] if releases else None)
+                                 kafka_version=_oldest_release(snapshot), kraft_version=kraft_version)
     return numbered(rows, 1)
+
+
+def audit_controllers(snapshot: ClusterSnapshot, playbook: Playbook, kraft_version: int | None) -> list[Finding]:
+    """An error (it blocks the controller move, not the brokers') when the playbook moves the controllers of a static
+    quorum on a release that cannot make it dynamic (3.9, 4.0); a static quorum on 4.1+ is a runbook step instead."""
+    from migrate.core.controllers.plan import STATIC_CONVERSION_FROM, static_quorum_refusal
+
+    c = playbook.controllers
+    if c is None or not (c.add or c.remove) or kraft_version != 0:
+        return []
+    oldest = _oldest_release(snapshot)
+    release = release_tuple(oldest) if oldest else None
+    if release is not None and release >= STATIC_CONVERSION_FROM:
+        return []
+    return [Finding("error", "controllers.static_quorum", "controllers", static_quorum_refusal(0, release) or "",
+                    blocks="controllers")]
 
 
 # --------------------------------------------------------------------------- the plan
 
 
-def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bool = False, plan_file: str = "plan.json") -> Plan:
+def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bool = False, plan_file: str = "plan.json",
+               kraft_version: int | None = None) -> Plan:
     """Plan the migration of ``snapshot`` described by ``playbook``.
 
     ``allow_merge`` turns "two old brokers map to one new broker" from an error into a warning.
+    ``kraft_version``: a KRaft cluster's finalized ``kraft.version`` when read (0: a static controller quorum).
     ``plan_file`` is only used in the runbook's commands. Pure and deterministic: the same
     inputs give a byte-identical :func:`~migrate.core.plan.document.plan_to_json`.
     """
@@ -324,6 +347,7 @@ def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bo
     findings += audit_mapping(snapshot, playbook, allow_merge=allow_merge, replica_counts=replicas_before)
     findings += audit_zookeeper(snapshot, playbook, zk)
     findings += audit_size(broker_totals, total_bytes, estimated_seconds, throttle, unknown_total, len(moves))
+    findings += audit_controllers(snapshot, playbook, kraft_version)
 
     new_brokers = tuple(sorted(new_ids))
     runbook = build_runbook(zk, mapping, new_brokers, {b: racks.get(b) for b in new_brokers},
@@ -334,7 +358,7 @@ def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bo
                             bootstrap_after=",".join([f"{b.host}:{b.port}" for b in snapshot.brokers
                                                       if b.alive and b.id not in mapping][:3]) or None)
     if playbook.controllers is not None:
-        runbook = with_controllers(runbook, snapshot, playbook)
+        runbook = with_controllers(runbook, snapshot, playbook, kraft_version)
     if playbook.kraft is not None:
         runbook = with_kraft(runbook, snapshot, playbook)
         if zk is not None:

@@ -181,6 +181,31 @@ def test_a_kraft_cluster_move_runbook_controllers_then_brokers(kb):
     assert not [c for c in commands if "zookeeper" in c]
 
 
+def test_a_static_quorum_is_made_dynamic_first_on_4_1_and_an_error_on_3_9(kb):
+    """kraft.version 0 read from the cluster: on 4.1+ the upgrade is the first controller step, before any new
+    controller starts; on 3.9 (and 4.0) the audit's error blocks the controller move (not the brokers')."""
+    from dataclasses import replace
+
+    from migrate.core.model import ZkEnsemble
+
+    snap = kb.snapshot({"t": [(1, 2, 3)]}, zookeeper=ZkEnsemble(connect=""), broker_connect=None)
+    on_41 = replace(snap, brokers=tuple(replace(b, version="4.1.2") for b in snap.brokers))
+    plan = build_plan(on_41, kb.playbook(KRAFT_MOVE), kraft_version=0)
+    assert not plan.errors()
+    commands = [s.command for s in plan.runbook]
+    assert commands[1] == ("kmigrate controllers upgrade-kraft-version --bootstrap-controller c1:9093,c2:9093,c3:9093 "
+                           "--bootstrap-server h:1")
+    assert commands[2] == "start the new KRaft controller 17 on c7:9093 as an observer"
+    assert "before starting any new controller" in plan.runbook[1].description
+    assert build_plan(on_41, kb.playbook(KRAFT_MOVE), kraft_version=1).runbook[1].command == commands[2]
+    assert build_plan(on_41, kb.playbook(KRAFT_MOVE)).runbook[1].command == commands[2]  # not read: as before
+
+    on_39 = build_plan(snap, kb.playbook(KRAFT_MOVE), kraft_version=0)
+    (error,) = on_39.errors()
+    assert error.code == "controllers.static_quorum" and "Kafka 3.9 cannot make it dynamic" in error.message
+    assert not on_39.errors(step="partitions") and on_39.errors(step="controllers")
+
+
 def test_controller_steps_only_what_the_section_changes():
     from migrate.core.plan.kraft_cluster import controller_steps
     from migrate.core.playbook import parse_playbook
