@@ -64,6 +64,11 @@ MAX_TRIES = 3
 moved, no answer) before kmigrate stops with the error."""
 
 
+OBSERVER_GRACE_S = 5.0
+"""How long a new controller missing from DescribeQuorum is looked for again before the request is refused: after an
+election the new leader lists an observer only once it has fetched from it (well under a second when it runs)."""
+
+
 class _Again(Exception):
     """A retriable refusal: plan again from a fresh reading (an add goes through the catch-up gate again)."""
 
@@ -216,6 +221,22 @@ class ControllerMove:
             out.append(NewController(a, host, port, self.listener or "CONTROLLER"))
         return ControllerChange(tuple(out), self.req.removes)
 
+    def _checked(self, reading: Reading) -> tuple[Reading, ControllerChange]:
+        """The request checked (:func:`check_request`: BadInput, nothing changed) on ``reading``, read again for up to
+        :data:`OBSERVER_GRACE_S` while a new controller is neither voter nor observer: a leader elected a moment ago
+        lists an observer only once that observer has fetched from it."""
+        deadline = self.clock() + OBSERVER_GRACE_S
+        while True:
+            change = self.change = self._resolve(reading)
+            q = reading.quorum
+            missing = [i for i in change.add_ids if not q.is_voter(i) and q.observer(i) is None]
+            if not missing or self.clock() >= deadline:
+                check_request(reading, change)
+                return reading, change
+            log.debug("controller(s) %s not in the quorum yet; reading it again", ids_text(missing))
+            self.sleep(self.req.interval_s)
+            _view, reading = self.read(timeout_s=min(30.0, self.req.settle_timeout_s))
+
     def _unresolved(self, change: ControllerChange) -> None:
         for c in change.add:
             if not c.port:
@@ -253,8 +274,7 @@ class ControllerMove:
             validate_change(ControllerChange(tuple(a if isinstance(a, NewController) else NewController(a, "?", 1)
                                                    for a in self.req.adds), self.req.removes))  # before any read
         view, reading = self.read(timeout_s=min(30.0, self.req.settle_timeout_s))
-        change = self.change = self._resolve(reading)
-        check_request(reading, change)
+        reading, change = self._checked(reading)
         self._unresolved(change)
         result.voters_before = reading.quorum.voter_ids
         result.stop_order = stop_order_reason(reading.release, bool(self.req.auto_join_ids))
