@@ -317,14 +317,17 @@ def next_step(reading: Reading, change: ControllerChange, caught_up: Iterable[in
                 f"stopping controller {old} would leave {len(running - {old})} running voter(s) "
                 f"({ids_text(running - {old})}) of {len(voters)}, fewer than a majority ({quorum_size(len(voters))}): "
                 "bring the other voters back first"))
+        leads = " (the leader: the other voters elect a new one)" if old == q.leader_id else ""
         return Step(StepKind.STOP, old, q.voter(old).directory_id, before_removal=True,  # type: ignore[union-attr]
-                    reason=f"stop controller {old} before its removal ({stop_order_reason(reading.release, old in reading.auto_join_ids)})")
+                    reason=f"stop controller {old}{leads} before its removal "
+                           f"({stop_order_reason(reading.release, old in reading.auto_join_ids)})")
     if len(running & after) < quorum_size(len(after)) or len(running) < quorum_size(len(voters)):
         return Step(StepKind.BLOCKED, old, reason=(
             f"removing controller {old} would leave {len(running & after)} running voter(s) "
             f"({ids_text(running & after)}) of {len(after)}, fewer than a majority ({quorum_size(len(after))}): "
             "bring the other voters back first"))
-    role = "the leader" if old == q.leader_id else "a follower"
+    # a voter stopped before its removal is neither: the leader it may have been resigned when it stopped
+    role = "stopped" if old in reading.stopped_ids else "the leader" if old == q.leader_id else "a follower"
     return Step(StepKind.REMOVE, old, q.voter(old).directory_id, before_removal=before,  # type: ignore[union-attr]
                 reason=f"remove controller {old} ({role}) from the voters {ids_text(q.voter_ids)}")
 

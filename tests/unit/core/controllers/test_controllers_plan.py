@@ -148,6 +148,29 @@ def test_on_39_an_old_controller_is_stopped_before_its_removal():
     assert (step.kind, step.node_id, step.before_removal) == (StepKind.REMOVE, 2, True)
 
 
+def test_on_39_the_steps_name_the_leader_when_it_is_stopped_and_a_stopped_voter_as_stopped():
+    """The leader stopped before its removal resigns: its stop says it leads, its removal that it is stopped (it was
+    said to be "a follower" while the others had elected a new leader)."""
+    q = quorum(voters=(1, 7, 8, 9), observers=(), leader=1)
+    step = next_step(reading(q, release=(3, 9), stopped_ids={2, 3}), change())
+    assert (step.kind, step.node_id) == (StepKind.STOP, 1)
+    assert step.reason.startswith("stop controller 1 (the leader: the other voters elect a new one) before its removal")
+    q = quorum(voters=(1, 7, 8, 9), observers=(), leader=7, silent=(1,))
+    step = next_step(reading(q, release=(3, 9), stopped_ids={1, 2, 3}), change())
+    assert (step.kind, step.node_id) == (StepKind.REMOVE, 1)
+    assert step.reason.startswith("remove controller 1 (stopped) from the voters"), step.reason
+    q = quorum(voters=(1, 2, 3, 7), observers=(8, 9), leader=1)
+    step = next_step(reading(q, release=(3, 9)), change())
+    assert step.reason.startswith("stop controller 2 before its removal (stop each old controller before its removal: "
+                                  "Kafka 3.9 has no pre-vote"), step.reason
+    step = next_step(reading(q, release=(3, 9), stopped_ids={2}), change())
+    assert step.reason.startswith("remove controller 2 (stopped) from"), step.reason
+    steps = [s.describe() for s in cp.preview(reading(q, release=(3, 9), stopped_ids={2}), change(), now_ms=NOW)]
+    assert [" ".join(s.split()[:3]) for s in steps if s.startswith(("stop", "remove"))] == [
+        "remove controller 2", "stop controller 3", "remove controller 3", "stop controller 1", "remove controller 1"]
+    assert "stop controller 1 (the leader: " in "\n".join(steps) and "remove controller 1 (stopped)" in "\n".join(steps)
+
+
 def test_auto_join_on_the_removed_controller_stops_it_first_on_42():
     q = quorum(voters=(1, 2, 3, 7), observers=(8, 9), leader=1)
     assert next_step(reading(q, release=(4, 2), auto_join_ids={2}), change()).kind is StepKind.STOP
