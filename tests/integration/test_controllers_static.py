@@ -27,8 +27,9 @@ from migrate.adapters.kafka import voters as kv
 from migrate.runner.canary import Canary
 from migrate.sandbox import Sandbox
 from migrate.sandbox.kraft_cluster import KraftCluster, read_properties
-from migrate.sandbox.layout import CONTROLLER_PORT
 from migrate.sandbox.testing import free_ip_prefix
+
+from test_controllers import address
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -57,10 +58,6 @@ def cluster(tmp_path_factory):
         yield sandbox
     finally:
         sandbox.down()
-
-
-def address(sandbox: Sandbox, node_id: int) -> str:
-    return f"{sandbox.node(f'controller-{node_id}').host}:{CONTROLLER_PORT}"
 
 
 def controllers_flag(sandbox: Sandbox, ids=OLD) -> str:

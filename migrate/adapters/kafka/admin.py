@@ -10,7 +10,7 @@ from typing import Callable, Mapping
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from migrate.adapters import LIBRDKAFKA_LOG
-from migrate.adapters.kafka.client import admin_client, kafka_python_config
+from migrate.adapters.kafka.client import admin_client, kafka_python_admin, kafka_python_config
 from migrate.adapters.kafka.retry import ADMIN_RETRY
 from migrate.adapters.kafka.topics import NewTopicSpec, create_topics_and_wait
 from migrate.core.clientconfig import ClientSettings
@@ -71,22 +71,14 @@ class ReassignmentAdmin:
         from. A broker that does not answer is left out."""
         from dataclasses import replace
 
-        from kafka.admin import KafkaAdminClient
-
         out: dict[int, str] = {}
         for b, address in sorted(addresses.items()):
-            client = None
             try:
-                client = KafkaAdminClient(**kafka_python_config(
-                    replace(self.settings, bootstrap_servers=address),
-                    request_timeout_ms=int(self.timeout_s * 1000), client_id="kmigrate"))
-                release = client._client.check_version()
+                with kafka_python_admin(replace(self.settings, bootstrap_servers=address), self.timeout_s) as client:
+                    release = client._client.check_version()
             except Exception as exc:  # kafka-python raises several kinds; the release is then unknown
                 log.debug("ApiVersions of broker %s at %s failed: %s", b, address, exc)
                 continue
-            finally:
-                if client is not None:
-                    client.close()
             if release:
                 out[b] = ".".join(str(n) for n in release[:2])
         return out

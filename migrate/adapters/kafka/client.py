@@ -85,6 +85,23 @@ def kafka_python_config(settings: ClientSettings, **extra: object) -> dict[str, 
     return kw
 
 
+@contextmanager
+def kafka_python_admin(settings: ClientSettings, timeout_s: float = 10.0, client_id: str = "kmigrate") -> Iterator:
+    """A kafka-python ``KafkaAdminClient`` of ``settings`` for the time of the ``with``, closed on leaving (a failing
+    close ignored). Making it raises what kafka-python raises (unreachable, a login refused): the caller decides."""
+    from kafka.admin import KafkaAdminClient
+
+    client = KafkaAdminClient(**kafka_python_config(settings, request_timeout_ms=int(timeout_s * 1000),
+                                                    client_id=client_id))
+    try:
+        yield client
+    finally:
+        try:
+            client.close()
+        except Exception:  # closing a client whose connections failed
+            pass
+
+
 def admin_client(settings: ClientSettings, timeout_s: float = 10.0) -> AdminClient:
     """A confluent-kafka AdminClient that has answered a metadata request (BadInput when unreachable)."""
     watch = _AuthenticationWatch(settings.bootstrap_servers)

@@ -72,20 +72,13 @@ class MirrorCluster:
         """The brokers' Kafka release as ``major.minor`` (``"4.3"``), told by the API versions they answer
         (ApiVersions, matched by kafka-python; no right needed), or None when it cannot tell. Kafka 4 knows some
         topic configs no more (``ClusterReading.removed_configs``)."""
-        from kafka.admin import KafkaAdminClient
+        from migrate.adapters.kafka.client import kafka_python_admin
 
-        from migrate.adapters.kafka.client import kafka_python_config
-
-        client = None
         try:
-            client = KafkaAdminClient(**kafka_python_config(
-                self.settings, request_timeout_ms=int(self.timeout_s * 1000), client_id="kmigrate"))
-            release = client._client.check_version()
+            with kafka_python_admin(self.settings, self.timeout_s) as client:
+                release = client._client.check_version()
         except Exception:  # kafka-python raises several kinds; the release is then unknown
             return None
-        finally:
-            if client is not None:
-                client.close()
         return ".".join(str(n) for n in release[:2]) if release else None
 
     def topic_configs(self, names: list[str]) -> dict[str, tuple[dict[str, str], frozenset[str]]]:

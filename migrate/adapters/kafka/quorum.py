@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from migrate.adapters.kafka.client import kafka_python_config
+from migrate.adapters.kafka.client import kafka_python_admin, kafka_python_config
 from migrate.core.clientconfig import ClientSettings
 from migrate.core.kraft.config import SENSITIVE
 
@@ -26,27 +26,16 @@ def describe_quorum(settings: ClientSettings, timeout_s: float = 10.0) -> dict |
     """DescribeQuorum's answer (kafka-python's dict) through the first broker of ``settings`` that gives one, or
     None when none does (no broker forwards it: no controller yet, or every broker still in plain ZooKeeper mode).
     Each broker is asked alone (a client bootstrapped on it), so one that cannot forward does not hide the others."""
-    from kafka.admin import KafkaAdminClient
-
     for address in [a.strip() for a in settings.bootstrap_servers.split(",") if a.strip()]:
-        client = None
         try:
-            client = KafkaAdminClient(**kafka_python_config(
-                replace(settings, bootstrap_servers=address), request_timeout_ms=int(timeout_s * 1000),
-                client_id="kmigrate-kraft"))
-            answer = client.describe_metadata_quorum()
+            with kafka_python_admin(replace(settings, bootstrap_servers=address), timeout_s, "kmigrate-kraft") as client:
+                answer = client.describe_metadata_quorum()
             part = answer["topics"][0]["partitions"][0]
             if not part.get("error"):
                 return answer
             log.debug("DescribeQuorum through %s: %s", address, part.get("error"))
         except Exception as exc:  # an unreachable broker, or one that cannot forward: try the next
             log.debug("DescribeQuorum through %s failed: %s", address, exc)
-        finally:
-            if client is not None:
-                try:
-                    client.close()
-                except Exception:
-                    pass
     return None
 
 

@@ -342,24 +342,14 @@ def upgrade_kraft_version(leader: str, *, settings: ClientSettings | None = None
 def broker_finalized_features(settings: ClientSettings, timeout_s: float = 10.0) -> dict[str, int] | None:
     """The finalized features (name: level) a broker of ``settings`` reports (kafka-python's ``describe_features``:
     ApiVersions), ``kraft.version`` 0 when it reports none; None when no broker answers."""
-    from kafka.admin import KafkaAdminClient
+    from migrate.adapters.kafka.client import kafka_python_admin
 
-    from migrate.adapters.kafka.client import kafka_python_config
-
-    client = None
     try:
-        client = KafkaAdminClient(**kafka_python_config(settings, request_timeout_ms=int(timeout_s * 1000),
-                                                        client_id="kmigrate-kraft"))
-        features = client.describe_features()
+        with kafka_python_admin(settings, timeout_s, "kmigrate-kraft") as client:
+            features = client.describe_features()
     except Exception as exc:  # unreachable, or a login refused: the caller says what it could not read
         log.debug("DescribeFeatures through %s failed: %s", settings.bootstrap_servers, exc)
         return None
-    finally:
-        if client is not None:
-            try:
-                client.close()
-            except Exception:
-                pass
     out = {name: int(f["finalized"][1]) for name, f in features.items() if f.get("finalized")}
     out.setdefault(KRAFT_VERSION, 0)
     return out
