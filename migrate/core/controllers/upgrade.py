@@ -194,6 +194,32 @@ def next_steps(bootstrap_servers: str, static_controllers: Sequence[int] | None,
     return steps
 
 
+def unregistered_controllers(observers: Iterable[int], registered_controllers: Iterable[int],
+                             broker_ids: Iterable[int]) -> list[int]:
+    """Observers of the quorum that are neither brokers nor registered controllers: controllers that joined as
+    observers and never registered (seen on 4.1.2 for one started while the quorum was static: its registration timed
+    out and Kafka did not try again). Only meaningful with every broker id known.
+
+    >>> unregistered_controllers([1, 2, 3003, 3004], [3000, 3004], [1, 2])
+    [3003]
+    """
+    return sorted(set(observers) - set(registered_controllers) - set(broker_ids))
+
+
+def restart_unregistered(ids: Sequence[int]) -> str | None:
+    """The step for :func:`unregistered_controllers` (None when there is none).
+
+    >>> restart_unregistered([3003])
+    'restart controller 3003 (an observer, not registered with the controllers: started while the quorum was static, its registration gave up): a registered controller is what DescribeCluster lists and kmigrate controllers finds by id'
+    """
+    if not ids:
+        return None
+    who = f"controller {ids[0]}" if len(ids) == 1 else f"controllers {ids_text(ids)}"
+    return (f"restart {who} (an observer, not registered with the controllers: started while the quorum was static, "
+            "its registration gave up): a registered controller is what DescribeCluster lists and kmigrate "
+            "controllers finds by id")
+
+
 def still_static(configs: dict[int, str | None]) -> list[int]:
     """The node ids whose ``controller.quorum.voters`` (as each reports it: DescribeConfigs) is set.
 

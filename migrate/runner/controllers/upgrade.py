@@ -27,7 +27,7 @@ from migrate.core.controllers.config import QUORUM_VOTERS
 from migrate.core.controllers.quorum import DYNAMIC
 from migrate.core.controllers.upgrade import (
     KRAFT_VERSION, METADATA_VERSION, FeatureReading, check_upgrade, metadata_version_text, next_steps, request_text,
-    resolve_release, still_static,
+    resolve_release, restart_unregistered, still_static, unregistered_controllers,
 )
 from migrate.errors import BadInput, StepFailed
 from migrate.waiting import SYSTEM_CLOCK, Clock, FakeClock, wait_until
@@ -141,6 +141,23 @@ class KraftUpgrade:
             brokers = still_static({b: c.get(QUORUM_VOTERS) for b, c in configs.items()})
         return still_static(controllers), brokers
 
+    def _unregistered(self, view: kv.ControllerView) -> list[int]:
+        """Observer controllers not registered (:func:`unregistered_controllers`); [] without --bootstrap-server
+        (the brokers' ids are needed to tell an observer controller from a broker) or when DescribeCluster fails."""
+        if self.req.broker_settings is None:
+            return []
+        from migrate.adapters.kraft.registrations import broker_registrations
+
+        cluster = kv.describe_cluster_controllers(view.leader, self.req.settings)
+        if cluster is None:
+            return []
+        try:  # every registered broker, fenced ones too where Kafka lists them (a stopped broker may still observe)
+            brokers, _complete = broker_registrations(self.req.broker_settings.bootstrap_servers.split(","),
+                                                      self.req.broker_settings)
+        except StepFailed:
+            return []
+        return unregistered_controllers(view.quorum.observer_ids, cluster["controllers"], brokers)
+
     # ------------------------------------------------------------------ the run
     def run(self) -> KraftUpgradeResult:
         start = self.clock.now()
@@ -229,6 +246,9 @@ class KraftUpgrade:
             raise StepFailed(f"kraft.version is 1 now, but the nodes' configs could not be read: {exc.message}; run "
                              "the same command again to see what is left") from None
         result.next_steps = next_steps(result.bootstrap_servers, result.static_controllers, result.static_brokers)
+        restart = restart_unregistered(self._unregistered(view))
+        if restart:
+            result.next_steps.insert(0, restart)
         if result.action == "dry-run":
             result.next_steps.insert(0, "run it without --dry-run: kmigrate sends it, then reads kraft.version 1 back")
         result.seconds = self.clock.now() - start

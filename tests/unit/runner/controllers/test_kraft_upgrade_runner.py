@@ -159,3 +159,29 @@ def test_brokers_that_do_not_answer_are_bad_input_before_anything_is_sent(fake, 
     with pytest.raises(BadInput, match="no broker answered at --bootstrap-server b1:9092"):
         run(broker_settings=ClientSettings("b1:9092"))
     assert cluster.sent == []
+
+
+def test_an_observer_controller_that_never_registered_is_named_to_restart(fake, monkeypatch):
+    """With --bootstrap-server: observers that are neither registered brokers (fenced ones too) nor registered
+    controllers are controllers whose registration gave up: the first step left is their restart."""
+    from dataclasses import replace
+
+    import migrate.adapters.kafka.client as kc
+    import migrate.adapters.kraft.registrations as kr
+    from migrate.core.clientconfig import ClientSettings
+
+    cluster = fake()
+    observed = replace(cluster.quorum(), observers=tuple(Replica(i, f"d{i}", 10, 1, 1) for i in (101, 102, 7, 8)))
+    monkeypatch.setattr(kv, "read_controllers", lambda *a, **k: kv.ControllerView("c1:9093", observed, cluster.kraft))
+    monkeypatch.setattr(kv, "broker_finalized_features", lambda settings, timeout_s=10.0: {"kraft.version": cluster.kraft})
+    monkeypatch.setattr(kv, "describe_cluster_controllers", lambda address, settings=None, timeout_s=5.0: {
+        "cluster_id": "c", "active_id": 1, "controllers": {1: "c1:9093", 2: "c2:9093", 3: "c3:9093", 8: "c8:9093"}})
+    monkeypatch.setattr(kr, "broker_registrations", lambda bootstrap, settings=None, timeout_s=10.0: (
+        {101: object(), 102: object()}, True))  # 102: fenced, stopped, still observing
+    monkeypatch.setattr(kc, "admin_client", lambda settings, timeout_s=10.0: None)
+    monkeypatch.setattr(kc, "live_broker_ids", lambda admin, timeout_s=10.0: [101])
+    monkeypatch.setattr(kc, "broker_static_configs", lambda admin, ids, names: {101: {}})
+    result = run(broker_settings=ClientSettings("b1:9092"))
+    assert result.action == "upgraded" and result.static_brokers == []
+    assert result.next_steps[0].startswith("restart controller 7 (an observer, not registered"), result.next_steps
+    assert not [s for s in result.next_steps if "controller 8" in s or "102" in s]
