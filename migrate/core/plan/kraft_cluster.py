@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from migrate.core.plan.document import RunbookStep
+from migrate.core.plan.document import ROLL_STALL_HINT, RunbookStep
 from migrate.core.playbook import ControllerSettings
 
 Step = tuple[str, str, str, str]  # (actor, command, description, check)
@@ -78,7 +78,7 @@ def controller_steps(controllers: ControllerSettings, *, bootstrap: str = "BOOTS
     steps.append(("operator", f"rolling restart of the brokers with controller.quorum.bootstrap.servers={during}",
                   "A broker that loses the controller leader retries only this list: before any voter changes, every "
                   "broker must know the current and the new controllers. Restart them one at a time; after each, run "
-                  f"`{health}` before the next.",
+                  f"`{health}` before the next. " + ROLL_STALL_HINT,
                   "every broker's controller.quorum.bootstrap.servers names a new controller (kmigrate controllers "
                   "checks it before its first change)"))
     changes = " ".join(([f"--add {_ids(c.id for c in controllers.add)}"] if controllers.add else [])

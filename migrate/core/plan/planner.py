@@ -32,6 +32,7 @@ from migrate.core.plan.document import (
     BrokerTotal,
     MoveList,
     Finding,
+    ROLL_STALL_HINT,
     PartitionMove,
     Plan,
     RunbookStep,
@@ -182,7 +183,8 @@ def build_runbook(
         steps.append(("operator", f"rolling restart of the brokers with zookeeper.connect={zk.connect_during}",
                       "Restart the brokers one at a time with a zookeeper.connect that includes the new servers; "
                       f"after each, run `{c['health']}` before the next (it waits until no partition is "
-                      "under-replicated or offline, every broker is registered and the controller is known).",
+                      "under-replicated or offline, every broker is registered and the controller is known). "
+                      + ROLL_STALL_HINT,
                       "describe_configs shows every broker's zookeeper.connect includes a new server; no "
                       "under-replicated partition"))
         add = ",".join(str(j.id) for j in zk.joiners) or "-"

@@ -174,6 +174,8 @@ def test_a_kraft_cluster_move_runbook_controllers_then_brokers(kb):
     assert "kmigrate controllers controller-config 19 --host c9 --port 9094 --bootstrap-controller " \
            "c1:9093,c2:9093,c3:9093" in plan.runbook[3].description
     assert "--no-initial-controllers" in plan.runbook[1].description
+    assert "replica.fetch.backoff.ms" in plan.runbook[4].description  # the first roll names the stall settings
+    assert "replica.fetch.backoff.ms" not in plan.runbook[6].description
     assert "kmigrate partitions --playbook test.yaml --plan plan.json" in commands
     assert commands.index("kmigrate partitions --playbook test.yaml --plan plan.json") < commands.index("stop brokers 3")
     assert commands[-2:] == ["stop brokers 3", "kmigrate brokers unregister --broker-list 3 --bootstrap-server "
