@@ -47,12 +47,14 @@ def kmigrate(*args: str, env: dict | None = None, timeout: float = 600) -> subpr
 
 @contextmanager
 def kraft_sandbox(directory: Path, voters: tuple[int, ...], spares: tuple[int, ...],
-                  brokers: tuple[int, ...]) -> Iterator[Sandbox]:
-    """A Kafka 4.4.0 ``sandbox up --kraft`` (dynamic quorum of ``voters``, ``spares`` as observers), always stopped."""
+                  brokers: tuple[int, ...], kafka: str = KAFKA, static: bool = False) -> Iterator[Sandbox]:
+    """A ``sandbox up --kraft`` of Kafka ``kafka`` (a dynamic quorum of ``voters``, or a static one, ``spares`` as
+    observers), always stopped."""
     nodes = len(voters) + len(spares) + len(brokers)
-    proc = kmigrate("sandbox", "up", "--kraft", "--controller-ids", ",".join(map(str, voters)),
+    proc = kmigrate("sandbox", "up", "--kraft", *(["--static-quorum"] if static else []),
+                    "--controller-ids", ",".join(map(str, voters)),
                     "--spare-controller-ids", ",".join(map(str, spares)), "--broker-ids", ",".join(map(str, brokers)),
-                    "--kafka-version", KAFKA, "--ip-prefix", free_ip_prefix(nodes + 4), "--dir", str(directory),
+                    "--kafka-version", kafka, "--ip-prefix", free_ip_prefix(nodes + 4), "--dir", str(directory),
                     "--output", "json")
     sandbox = Sandbox(directory)
     try:

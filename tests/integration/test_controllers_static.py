@@ -27,9 +27,8 @@ from migrate.adapters.kafka import voters as kv
 from migrate.runner.canary import Canary
 from migrate.sandbox import Sandbox
 from migrate.sandbox.kraft_cluster import KraftCluster, read_properties
-from migrate.sandbox.testing import free_ip_prefix
 
-from test_controllers import address
+from test_controllers import address, kraft_sandbox
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -48,16 +47,9 @@ def kmigrate(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("controllers-static")
-    proc = kmigrate("sandbox", "up", "--kraft", "--static-quorum", "--controller-ids", ",".join(map(str, OLD)),
-                    "--spare-controller-ids", str(NEW), "--broker-ids", str(BROKER), "--kafka-version", KAFKA,
-                    "--ip-prefix", free_ip_prefix(4), "--dir", str(directory), "--output", "json")
-    sandbox = Sandbox(directory)
-    try:
-        assert proc.returncode == 0, proc.stderr[-3000:]
+    with kraft_sandbox(tmp_path_factory.mktemp("controllers-static"), OLD, (NEW,), (BROKER,), kafka=KAFKA,
+                       static=True) as sandbox:
         yield sandbox
-    finally:
-        sandbox.down()
 
 
 def controllers_flag(sandbox: Sandbox, ids=OLD) -> str:
