@@ -124,9 +124,11 @@ def _build(java: str, class_path: str, folder: Path, key: str, recording: Path) 
             built = subprocess.run([java, "-Xshare:dump", f"-XX:SharedClassListFile={classes}",
                                     f"-XX:SharedArchiveFile={dump}", "-XX:+UseSerialGC", "-cp", class_path],
                                    capture_output=True, timeout=600)
+            crash = folder / f"{key}.{token}.crash.log"  # a crash report, not into the working directory
             probe = subprocess.run([java, f"-XX:SharedArchiveFile={dump}", "-Xshare:on", "-XX:+UseSerialGC",
-                                    "-cp", class_path, "-version"], capture_output=True, timeout=120) \
-                if built.returncode == 0 and dump.exists() else None
+                                    f"-XX:ErrorFile={crash}", "-cp", class_path, "-version"], capture_output=True,
+                                   timeout=120) if built.returncode == 0 and dump.exists() else None
+            crash.unlink(missing_ok=True)
             if probe is None or probe.returncode != 0:
                 log.debug("no class-data-sharing archive for %s: %s", key,
                           (built.stdout + built.stderr + (probe.stderr if probe else b""))[-300:])

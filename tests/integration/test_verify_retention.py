@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from migrate.adapters.kafka.client import TRUSTED_PRODUCER
 from migrate.adapters.spark.session import SparkSettings, spark_session
@@ -40,6 +40,7 @@ HOUR_MS = 3_600_000
 # what a request meets while the migration moves a partition's leader (not all are flagged retriable)
 LEADER_MOVING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH,
                  KafkaError.LEADER_NOT_AVAILABLE)
+ANSWER_LATE = (KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT)
 
 
 @pytest.fixture(scope="module")
@@ -92,15 +93,17 @@ def delete_records(cluster, tp: TopicPartition, timeout_s: float = 240) -> None:
     """delete_records, tried again while the partition's leader moves (the migration runs meanwhile)."""
 
     def deleted() -> bool:
-        a = admin(cluster)
+        # the broker answers DeleteRecords only once every in-sync replica has the new log start: a replica
+        # being added fetches throttled, so the answer can take longer than the usual 10 s socket timeout
+        a = AdminClient({"bootstrap.servers": cluster.bootstrap_servers(), "socket.timeout.ms": 65000})
         try:
             for f in a.delete_records([tp], request_timeout=60).values():
                 f.result(timeout=90)
             return True
         except KafkaException as e:
-            # REQUEST_TIMED_OUT: the leader moved its log start but a replica being added had not fetched it
-            # within the request's time (its fetches throttled); asked again, it answers once that one has
-            if not (e.args[0].retriable() or e.args[0].code() in LEADER_MOVING + (KafkaError.REQUEST_TIMED_OUT,)):
+            # REQUEST_TIMED_OUT (the broker's) or _TIMED_OUT (the client's): the leader moved its log start
+            # but a replica had not fetched it in time; asked again, it answers once that one has
+            if not (e.args[0].retriable() or e.args[0].code() in LEADER_MOVING + ANSWER_LATE):
                 raise
             return False
 

@@ -362,8 +362,12 @@ def class_data_options(java: str, now_s: float | None = None, class_path: tuple[
                 # a recording still being written (its process alive, or a name without a pid) is left alone
                 if pid == 0 or pid_alive(pid) or now_s - dump.stat().st_mtime < 5:
                     continue
-                probe = subprocess.run([java, f"-XX:SharedArchiveFile={dump}", _CDS_QUIET, "-version"],
-                                       capture_output=True, timeout=60)
+                # a truncated archive crashes the probe JVM: its crash report goes beside the archive
+                # (then deleted), not into the operator's working directory
+                crash = folder / f"{key}.probe-crash.log"
+                probe = subprocess.run([java, f"-XX:SharedArchiveFile={dump}", f"-XX:ErrorFile={crash}", _CDS_QUIET,
+                                        "-version"], capture_output=True, timeout=60)
+                crash.unlink(missing_ok=True)
                 if probe.returncode == 0 and not final.exists():
                     os.replace(dump, final)
                 else:

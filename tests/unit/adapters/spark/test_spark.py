@@ -131,6 +131,9 @@ def test_class_data_sharing_records_then_adopts_an_archive_that_maps_and_drops_a
 
     monkeypatch.setenv("KMIGRATE_CACHE", str(tmp_path))
     monkeypatch.delenv("KMIGRATE_SPARK_CDS", raising=False)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)  # the operator's working directory: no JVM crash report may land there
     java = find_java()
     folder = tmp_path / "spark" / "cds"
     key = _cds_key(java)
@@ -145,6 +148,7 @@ def test_class_data_sharing_records_then_adopts_an_archive_that_maps_and_drops_a
     os.utime(truncated, (time.time() - 60, time.time() - 60))
     assert class_data_options(java)[0].startswith("-XX:ArchiveClassesAtExit=")
     assert not truncated.exists() and not (folder / f"{key}.jsa").exists()
+    assert not list(work.iterdir()) and not list(folder.glob("*crash*")), (list(work.iterdir()), list(folder.iterdir()))
     # a whole recording of a finished process becomes the archive every later run maps
     whole = folder / f"{key}.{_dead_pid()}.dump"
     _record_archive(java, whole)
