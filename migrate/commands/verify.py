@@ -33,8 +33,8 @@ from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_j
 from migrate.core.verify.compare import Report, compare_same
 from migrate.errors import EXIT_FAILURE, BadInput
 from migrate.files import check_writable, read_snapshot, write_snapshot
-from migrate.runner.verify import (Scope, SparkSettings, compare_with_cluster, kafka_side,
-                                   spark_session, spark_settings, take_snapshot, verify_clusters)
+from migrate.runner.verify import (Scope, SparkSettings, compare_with_cluster, kafka_side, records_in_scope,
+                                   records_of, spark_session, spark_settings, take_snapshot, verify_clusters)
 
 app = typer.Typer(
     help="Prove that no record was lost or changed: record counts and checksums per partition, computed by Spark.",
@@ -136,7 +136,8 @@ def verify(
     scope = Scope(_topics(topic), include)
     source = engine.side(source_bootstrap, source_command_config or command_config)
     target = engine.side(target_bootstrap, target_command_config or command_config)
-    with spark_session(settings, engine.progress) as spark:
+    estimate = records_in_scope(source, scope)  # both clusters are read
+    with spark_session(settings, engine.progress, None if estimate is None else 2 * estimate) as spark:
         report = verify_clusters(source, target, spark, scope, _now(), isolation_level, fail_on_tail, engine.progress)
     _render(report, engine.output)
     if not report.ok:
@@ -162,7 +163,8 @@ def snapshot(
         raise BadInput("--like takes the partitions of the earlier snapshot: leave out --topic and --include")
     settings = engine.spark("kmigrate-verify-snapshot")
     side = engine.side(bootstrap_server, command_config)
-    with spark_session(settings, engine.progress) as spark:
+    records = records_in_scope(side, Scope(_topics(topic), include)) if reference is None else records_of(reference)
+    with spark_session(settings, engine.progress, records) as spark:
         snap = take_snapshot(side, spark, Scope(_topics(topic), include), _now(), isolation_level, reference,
                              engine.progress)
     write_snapshot(snap, output_file)
@@ -209,7 +211,7 @@ def compare(
             check_writable(save)
         settings = engine.spark("kmigrate-verify-compare")
         side = engine.side(bootstrap_server or earlier.bootstrap_servers, command_config)
-        with spark_session(settings, engine.progress) as spark:
+        with spark_session(settings, engine.progress, records_of(earlier)) as spark:
             after, report = compare_with_cluster(earlier, side, spark, _now(), fail_on_tail, engine.progress)
         if save is not None:
             write_snapshot(after, save)

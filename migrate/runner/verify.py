@@ -10,6 +10,7 @@ Snapshot files are read and written by ``migrate.files``; their format is ``migr
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -25,8 +26,10 @@ from migrate.errors import BadInput
 if TYPE_CHECKING:  # confluent-kafka loads when a command reads a cluster, not when the CLI starts
     from migrate.adapters.kafka.offsets import KafkaSide
 
-__all__ = ["Scope", "SparkSettings", "compare_with_cluster", "kafka_side", "spark_session", "spark_settings",
-           "take_snapshot", "verify_clusters"]
+log = logging.getLogger(__name__)
+
+__all__ = ["Scope", "SparkSettings", "compare_with_cluster", "kafka_side", "records_in_scope", "records_of",
+           "spark_session", "spark_settings", "take_snapshot", "verify_clusters"]
 
 Progress = Callable[[str], None]
 
@@ -92,6 +95,25 @@ def _require_read(side: KafkaSide, topics: list[str]) -> None:
     from migrate.runner.permissions import require
 
     require(side.admin, side.settings, verify_needs(topics))
+
+
+def records_in_scope(side: KafkaSide, scope: Scope) -> int | None:
+    """About how many records a snapshot of ``scope`` reads (end minus log start offsets), asked before Spark
+    starts so that the driver's JIT suits the size (``spark_session(records=...)``); None when the cluster does
+    not answer it: the snapshot then asks again and says what is wrong in its own words."""
+    try:
+        view = side.view()
+        topics = select_topics(list(view.partitions), scope.topics, scope.include)
+        offsets = side.offsets([(t, p) for t in topics for p in view.partitions[t]], "read_uncommitted")
+    except Exception as exc:  # an estimate only: whatever failed here fails again in the snapshot, and is reported there
+        log.debug("no record count before Spark starts: %s", exc)
+        return None
+    return sum(max(0, end - start) for start, end in offsets.values())
+
+
+def records_of(snapshot: Snapshot) -> int:
+    """How many offsets a compare against ``snapshot`` reads (up to its ends): ``spark_session(records=...)``."""
+    return sum(p.offsets_read for p in snapshot.partitions)
 
 
 def take_snapshot(side: KafkaSide, spark, scope: Scope, taken_at: str, isolation_level: str = "read_committed",

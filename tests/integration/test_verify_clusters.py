@@ -36,7 +36,8 @@ def clusters():
 
 @pytest.fixture(scope="module")
 def spark(clusters):
-    with spark_session(SparkSettings(master=MASTER)) as session:
+    # small reads (at most 160,000 records, test_verify's heap test): the driver compiles with C1 only (quick_jit)
+    with spark_session(SparkSettings(master=MASTER), records=200_000) as session:
         yield session
 
 

@@ -45,7 +45,8 @@ ANSWER_LATE = (KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT)
 
 @pytest.fixture(scope="module")
 def spark(cluster):
-    with spark_session(SparkSettings(master=MASTER)) as session:
+    # small reads (at most 160,000 records, test_verify's heap test): the driver compiles with C1 only (quick_jit)
+    with spark_session(SparkSettings(master=MASTER), records=200_000) as session:
         yield session
 
 

@@ -313,7 +313,7 @@ def _verified(run: _Run, say: Say) -> Gate:
     from datetime import datetime, timezone
 
     from migrate.adapters.kafka.offsets import KafkaSide
-    from migrate.runner.verify import Scope, spark_session, spark_settings, verify_clusters
+    from migrate.runner.verify import Scope, records_in_scope, spark_session, spark_settings, verify_clusters
 
     ends = ends_key(_ends(run))
     target_ends = ends_key({tp: e for tp, (_s, e) in run.tgt.end_offsets(run.topics).items()})
@@ -328,8 +328,10 @@ def _verified(run: _Run, say: Say) -> Gate:
     source = KafkaSide(run.mirror.clusters.settings("source"), timeout_s=run.src.timeout_s)
     target = KafkaSide(run.mirror.clusters.settings("target"), timeout_s=run.tgt.timeout_s)
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    with spark_session(settings, lambda m: say(f"verify: {m}")) as spark:
-        report = verify_clusters(source, target, spark, Scope(topics=tuple(sorted(run.topics))), now,
+    scope = Scope(topics=tuple(sorted(run.topics)))
+    estimate = records_in_scope(source, scope)  # both clusters are read
+    with spark_session(settings, lambda m: say(f"verify: {m}"), None if estimate is None else 2 * estimate) as spark:
+        report = verify_clusters(source, target, spark, scope, now,
                                  fail_on_tail=True, progress=lambda m: say(f"verify: {m}"))
     if not report.ok:
         raise StepFailed("the cross-cluster verify found differences in " + ", ".join(

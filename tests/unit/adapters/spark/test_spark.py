@@ -205,6 +205,44 @@ def test_session_conf_sizes_a_local_driver_heap_at_once_and_adds_the_java_option
     assert not any(o.startswith("-Xms") for o in remote["spark.driver.extraJavaOptions"].split())
 
 
+def test_the_driver_compiles_with_c1_only_for_a_small_local_read_or_when_it_only_plans(tmp_path):
+    from migrate.adapters.spark.session import QUICK_JIT_RECORDS
+
+    jars = KafkaSourceJars("4.2.0", "2.13", (tmp_path / "a.jar",), exact=False)
+
+    def c1(settings, records):
+        return "-XX:TieredStopAtLevel=1" in session_conf(settings, jars, None, records)["spark.driver.extraJavaOptions"].split()
+
+    local = SparkSettings(master="local[2]")
+    assert c1(local, 0) and c1(local, QUICK_JIT_RECORDS - 1)
+    assert not c1(local, QUICK_JIT_RECORDS) and not c1(local, 50_000_000)
+    assert not c1(local, None)  # size unknown: the full JIT, which a large read needs
+    assert c1(SparkSettings(master="spark://h:7077"), None) and c1(SparkSettings(master="yarn"), 10**9)  # executors read
+
+
+def test_records_in_scope_sums_the_chosen_partitions_and_is_none_when_the_cluster_does_not_answer():
+    from migrate.runner.verify import Scope, records_in_scope
+
+    class View:
+        partitions = {"orders": [0, 1], "events": [0], "__consumer_offsets": [0]}
+
+    class Side:
+        def view(self):
+            return View()
+
+        def offsets(self, partitions, isolation_level):
+            ends = {("orders", 0): (10, 110), ("orders", 1): (0, 5), ("events", 0): (7, 7), ("__consumer_offsets", 0): (0, 9)}
+            return {tp: ends[tp] for tp in partitions}
+
+    class Down(Side):
+        def view(self):
+            raise RuntimeError("no broker answered")
+
+    assert records_in_scope(Side(), Scope()) == 105  # internal topics are not chosen
+    assert records_in_scope(Side(), Scope(topics=("events",))) == 0
+    assert records_in_scope(Down(), Scope()) is None
+
+
 def test_a_local_driver_has_the_kafka_source_on_its_class_path(tmp_path):
     """So that the class-data-sharing archive holds its classes; executors elsewhere get them by spark.jars."""
     jars = KafkaSourceJars("4.2.0", "2.13", (tmp_path / "a.jar", tmp_path / "b.jar"), exact=False)
