@@ -31,16 +31,14 @@ MODULE_SECONDS = {
     "test_kraft_controller_security.py": 15,
     "test_controller_voters.py": 15,  # 3 controllers of 3.9.2 (2 dynamic, 1 static), no broker: 12-15 s alone through itest
     "test_readme_runbook.py": 384,
-    "test_security.py": 355,
-    "test_end_to_end.py": 342,
+    "test_security.py": 390,  # with test_verify_standalone's check (merged)
+    "test_end_to_end.py": 400,  # with test_demo_security's SASL_SSL (merged): to be measured
     "test_versions.py": 331,
     "test_verify.py": 212,
-    "test_demo_security.py": 212,
     "test_mirror1.py": 189,
     "test_partitions_migration.py": 162,
     "test_partitions_interrupt.py": 143,
     "test_security_acl.py": 134,
-    "test_verify_standalone.py": 128,
     "test_mirror_cutover.py": 127,
     "test_demo_cross_cluster.py": 125,
     "test_mirror_security.py": 120,

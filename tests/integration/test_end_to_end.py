@@ -1,13 +1,19 @@
-"""Issue 7: the whole migration under load, with kmigrate killed by SIGKILL at seeded random points and resumed.
+"""Issues 7 and 18: the whole migration under load on a SASL_SSL + SCRAM-SHA-512 sandbox, with kmigrate killed by
+SIGKILL at seeded random points and resumed.
 
 The demo's flow (sandbox, topics with data, canary, plan, verify snapshot, rolling restart, ZooKeeper
 swap, partitions, verify compare, decommission) with 4 kills in ``kmigrate zookeeper`` and 7 in
 ``kmigrate partitions``; each killed command is run again until it finishes. The end state must
-be the same as a clean run: nothing lost, nothing left behind.
+be the same as a clean run: nothing lost, nothing left behind. Every step runs as kmigrate's
+least-privileged user (the playbook's command_config), the ZooKeeper reconfig as ZooKeeper's super user,
+the canary and verify with the same client settings; no secret may be written into the report or the
+files the demo leaves. (The secured demo had a module of its own, test_demo_security: the same flow on the
+same kind of sandbox, merged here to build that sandbox once.)
 """
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 
@@ -16,7 +22,6 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 from kazoo.client import KazooClient
 
 from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
-from migrate.files import client_settings
 from migrate.sandbox.demo import Demo
 from migrate.core.zookeeper.config import parse_config
 from migrate.sandbox.testing import free_ip_prefix
@@ -39,7 +44,7 @@ def migrated(tmp_path_factory):
         "partitions": sorted(rng.uniform(1.5, 7.0) for _ in range(7)),
     }
     demo = Demo(tmp_path_factory.mktemp("e2e"), ip_prefix=free_ip_prefix(6), throttle="20MB/s",
-                records_scale=0.5, canary_rate=100, kills=kills)
+                records_scale=0.5, canary_rate=100, kills=kills, security="sasl_ssl")
     try:
         report = demo.run()
         yield demo, report
@@ -61,6 +66,18 @@ def test_no_acknowledged_record_is_lost(migrated):
     print("kills:", report.kills)
 
 
+def test_it_ran_as_the_least_privileged_user_and_wrote_no_secret(migrated):
+    demo, report = migrated
+    assert report.ok, report.to_dict()
+    playbook = (demo.dir / "playbook.yaml").read_text()
+    assert "command_config" in playbook  # the migration ran as the least-privileged user's client config
+    secrets = [v for v in demo.sandbox.security.secrets.values() if len(v) >= 8]
+    assert secrets
+    written = [json.dumps(report.to_dict())] + [p.read_text(errors="replace") for p in demo.dir.iterdir() if p.is_file()]
+    leaks = [s for s in secrets for text in written if s in text]
+    assert not leaks, "a sandbox password is in the demo's report or files"
+
+
 def test_kills_happened_in_both_phases(migrated):
     _demo, report = migrated
     by_command = Counter(k["command"] for k in report.kills if k["killed"])
@@ -76,7 +93,7 @@ def test_verify_passes(migrated):
 
 def test_no_replica_on_an_old_broker_and_preferred_leaders(migrated):
     demo, _report = migrated
-    admin = AdminClient({"bootstrap.servers": demo.spec.bootstrap_servers(spare=True)})
+    admin = AdminClient({"bootstrap.servers": demo.spec.bootstrap_servers(spare=True), **demo.sandbox.kafka_settings("admin")})
     md = admin.list_topics(timeout=30)
     assert sorted(md.brokers) == [4, 5, 6]
     for topic in md.topics.values():
@@ -104,7 +121,7 @@ def test_old_zookeeper_servers_are_out_of_the_config(migrated):
 def test_no_throttle_left_and_every_topic_recorded_once(migrated):
     demo, _report = migrated
     bootstrap = demo.spec.bootstrap_servers(spare=True)
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **demo.sandbox.kafka_settings("admin")})
     md = admin.list_topics(timeout=30)
     for b in (4, 5, 6):
         entries = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))])
@@ -118,7 +135,7 @@ def test_no_throttle_left_and_every_topic_recorded_once(migrated):
         configs = fut.result(timeout=30)
         for name in TOPIC_THROTTLES:
             assert name in configs and not configs[name].value, (resource.name, name, configs.get(name))
-    book = BookkeepingTopic(client_settings(bootstrap), "__kmigrate_migration")
+    book = BookkeepingTopic(demo.sandbox.client_settings(bootstrap, "admin"), "__kmigrate_migration")
     try:
         ledger = book.read()
     finally:

@@ -4,7 +4,7 @@ and no secret in anything the runs leave behind.
 One SASL_SSL + SCRAM-SHA-512 sandbox for the module (1 ZooKeeper with digest authentication and ACLs,
 brokers 1 and 2, spares 3 and 4, AclAuthorizer with no allow-everyone): ``topics create``, ``plan``,
 ``verify snapshot`` (local Spark), ``partitions`` killed after a submit then ``--resume``d, ``status``,
-``verify compare`` (on a Spark standalone cluster), ``canary``, all as the sandbox's ``kmigrate``
+``verify compare`` and a snapshot equal to a local one (on a Spark standalone cluster of two workers), ``canary``, all as the sandbox's ``kmigrate``
 user through ``--command-config`` with a JKS truststore. A smaller mTLS sandbox (1 broker and a spare,
 JKS key and trust stores) runs ``topics create``, ``partitions``, ``status`` and ``verify snapshot``.
 
@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from migrate.adapters.kafka.local_cluster import produce_records
 from migrate.adapters.spark.session import standalone_cluster
@@ -129,20 +129,50 @@ def test_partitions_killed_after_a_submit_then_resumed_and_status(cluster, runs,
     assert json.loads(r.stdout)["partitions_on_old_brokers"] == 0
 
 
-def test_compare_on_a_spark_standalone_cluster(cluster, runs, secured):
+def test_compare_on_a_spark_standalone_cluster_and_a_snapshot_there_equals_a_local_one(cluster, runs, secured):
+    """``verify compare`` on a real Spark standalone cluster (a master and two workers from the installed pyspark) as
+    the least-privileged user; and a snapshot taken there, a compacted topic's table included, equals the one taken on
+    ``local[*]`` (test_verify_standalone's check, merged here: one standalone cluster for both)."""
     cc, _ = secured
+    r = runs.kmigrate("topics", "create", "ledger", "--partitions", "2", "--replication-factor", "2", "--config",
+                      "cleanup.policy=compact", "--bootstrap-server", cluster.bootstrap_servers(), "--command-config", str(cc))
+    assert r.returncode == 0, r.stderr[-2000:]
+    # 500 records on 25 keys, each key on both partitions (i % 25, i % 2): the table has 2 x 25 keys
+    producer = Producer({**cluster.kafka_settings("client"), "bootstrap.servers": cluster.bootstrap_servers(),
+                         "acks": "all", "enable.idempotence": True})
+    for i in range(500):
+        producer.produce("ledger", key=str(i % 25).encode(), value=b"v%d" % i, partition=i % 2)
+    assert producer.flush(60) == 0
+    topics = "orders,payments,ledger"
+    local = runs.work / "local.json"
+    r = runs.kmigrate("verify", "snapshot", "-o", str(local), "--bootstrap-server", cluster.bootstrap_servers(spare=True),
+                      "--command-config", str(cc), "--topic", topics, "--master", "local[*]")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "log level" not in r.stderr, r.stderr  # Spark's shell banner ("Setting default log level to ...")
     host = free_ip_prefix(1) + ".1"
     spark_dir = runs.work / "spark"
-    with standalone_cluster(host, spark_dir, workers=1, cores=1, memory="1g") as master:
+    spark_conf = ["--spark-conf", f"spark.driver.host={host}", "--spark-conf", f"spark.driver.bindAddress={host}",
+                  "--spark-conf", "spark.executor.memory=512m", "--spark-conf", "spark.executor.cores=1"]
+    on_cluster = runs.work / "cluster.json"
+    with standalone_cluster(host, spark_dir, workers=2, cores=1, memory="1g") as master:
         r = runs.kmigrate("verify", "compare", str(runs.work / "before.json"), "--bootstrap-server",
                           cluster.bootstrap_servers(spare=True), "--command-config", str(cc), "--master", master,
-                          "--spark-conf", f"spark.driver.host={host}", "--spark-conf", f"spark.driver.bindAddress={host}",
-                          "--spark-conf", "spark.executor.memory=512m", "-O", "json")
-    assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-2000:]
-    doc = json.loads(r.stdout)
-    assert doc["ok"] is True and sum(p["verified_records"] for p in doc["partitions"]) == 4000
+                          *spark_conf, "-O", "json")
+        assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-2000:]
+        doc = json.loads(r.stdout)
+        assert doc["ok"] is True and sum(p["verified_records"] for p in doc["partitions"]) == 4000
+        r = runs.kmigrate("verify", "snapshot", "-o", str(on_cluster), "--bootstrap-server",
+                          cluster.bootstrap_servers(spare=True), "--command-config", str(cc), "--topic", topics,
+                          "--master", master, *spark_conf)
+        assert r.returncode == 0, r.stderr[-2000:]
+    # both workers ran executors of kmigrate's applications
     ran = [d for d in spark_dir.glob("worker-*/app-*/*") if d.is_dir()]
-    assert ran, "no executor ran on the standalone cluster"
+    assert {d.parent.parent.name for d in ran} == {"worker-1", "worker-2"}, ran
+    a_local, a_cluster = json.loads(local.read_text()), json.loads(on_cluster.read_text())
+    strip = lambda s: {(x["topic"], x["partition"]): x for x in s["partitions"]}  # noqa: E731
+    assert strip(a_local) == strip(a_cluster)
+    assert sum(x["digest"]["records"] for x in a_cluster["partitions"]) == 4000 + 2 * 25
+    assert len(a_cluster["partitions"]) == 6
 
 
 def test_canary_briefly(cluster, runs, secured):
