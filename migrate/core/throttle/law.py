@@ -9,7 +9,9 @@ baseline + budget, the rails) and returns its next state and why. First rule tha
 2. **Under-min-ISR** on a partition not being moved -> x ``decrease`` at once (newly seen), then again
    each ``interval_s`` while it lasts; never raised meanwhile.
 3. **Over budget** (the p99, the broker's own p99 or a stall on its partitions above baseline +
-   budget) -> x ``decrease`` (multiplicative decrease), moves halved, avoidance from then on.
+   budget) -> x ``decrease`` (multiplicative decrease), moves halved, avoidance from then on. At once,
+   even right after an increase (the window already saw it), but not within ``interval_s`` of the
+   last decrease (a window that began before it would count the same harm twice).
 4. **Free disk** of the broker below ``disk_floor_ratio`` -> hold, one move at a time; below half of
    it, x ``decrease`` too.
 5. **Followers behind** on partitions not being moved -> hold.
@@ -20,10 +22,11 @@ baseline + budget, the rails) and returns its next state and why. First rule tha
    ``increases_per_move`` such steps.
 
 The rate never leaves [floor, ``max_rate``], the floor being ``min_rate`` or ``inflow_factor`` times
-the inflow into the partitions the broker copies, whichever is higher. The law changes a broker at
-most once per ``interval_s`` (urgent changes aside), and the rate *in force* (written to the
-broker) follows the law's rate only when it moved by ``change_threshold`` or more, reached a bound,
-or the change is urgent (:func:`in_force`).
+the inflow into the partitions the broker copies, whichever is higher. The law raises a broker at
+most once per ``interval_s`` after any change and lowers it at most once per ``interval_s`` after a
+decrease (urgent changes aside), and the rate *in force* (written to the broker) follows the law's
+rate only when it moved by more than ``change_threshold``, reached a bound, or the change is urgent
+(:func:`in_force`).
 """
 
 from __future__ import annotations
@@ -90,8 +93,8 @@ class Settings:
 @dataclass(frozen=True)
 class BrokerState:
     """One broker under the law: the law's ``rate``, the rate ``applied`` (in force, written), the
-    ``moves`` it may have in flight, the ``mode`` and ``ssthresh``, when the law last changed it,
-    how many increases since the last decrease or added move, and whether the fail-safe holds it."""
+    ``moves`` it may have in flight, the ``mode`` and ``ssthresh``, when the law last changed it
+    (``changed_s``) and last lowered it (``lowered_s``), how many increases since the last decrease or added move, and whether the fail-safe holds it."""
 
     rate: int
     applied: int
@@ -99,6 +102,7 @@ class BrokerState:
     mode: str = SLOW_START
     ssthresh: int | None = None
     changed_s: float = -math.inf
+    lowered_s: float = -math.inf
     increases: int = 0
     failsafe: bool = False
 
@@ -118,10 +122,10 @@ class Seen:
 
 def in_force(old: BrokerState, new_rate: int, floor: int, settings: Settings, urgent: bool) -> int:
     """The rate to have in force: the law's ``new_rate`` when it differs from the rate applied by
-    ``change_threshold`` or more, reached a bound, or is urgent; else the rate applied stays."""
+    more than ``change_threshold``, reached a bound, or is urgent; else the rate applied stays."""
     if new_rate == old.applied or urgent or new_rate <= floor or new_rate >= settings.max_rate:
         return new_rate
-    if abs(new_rate - old.applied) >= settings.change_threshold * old.applied:
+    if abs(new_rate - old.applied) > settings.change_threshold * old.applied:
         return new_rate
     return old.applied
 
@@ -139,20 +143,21 @@ def advance(s: BrokerState, broker: int, seen: Seen, settings: Settings) -> tupl
     if s.failsafe:
         s = replace(s, failsafe=False)
     acting = seen.now_s - s.changed_s >= settings.interval_s
+    lowering = seen.now_s - s.lowered_s >= settings.interval_s
     worst, what = seen.window.worst_for(broker)
     health = seen.health
     if health.under_min_isr:
         why = f"under-min-ISR on {named(health.under_min_isr)}"
-        if seen.new_under_min_isr or acting:
+        if seen.new_under_min_isr or lowering:
             return _decrease(s, seen, settings, floor, why, moves=settings.min_moves) + (seen.new_under_min_isr,)
         return s, f"{why}: hold", False
     if worst > seen.limit_s:
         why = f"{what} {ms(worst)} over budget {ms(seen.limit_s)}"
-        return (_decrease(s, seen, settings, floor, why) if acting else (s, f"{why}: hold (acted recently)")) + (False,)
+        return (_decrease(s, seen, settings, floor, why) if lowering else (s, f"{why}: hold (lowered recently)")) + (False,)
     disk = health.free_disk_ratio.get(broker)
     if disk is not None and disk < settings.disk_floor_ratio:
         why = f"free disk {disk:.0%} on broker {broker}, below {settings.disk_floor_ratio:.0%}"
-        if disk < settings.disk_floor_ratio / 2 and acting:
+        if disk < settings.disk_floor_ratio / 2 and lowering:
             return _decrease(s, seen, settings, floor, why, moves=settings.min_moves) + (False,)
         return replace(s, moves=settings.min_moves, increases=0), f"{why}: hold, one move at a time", False
     if health.lagging:
@@ -176,7 +181,7 @@ def _silent(s: BrokerState, seen: Seen, settings: Settings, floor: int) -> tuple
     if s.failsafe:
         return s, f"{silent}: fail-safe at the minimum", False
     state = replace(s, rate=floor, moves=settings.min_moves, mode=SLOW_START, ssthresh=max(floor, s.rate // 2),
-                    changed_s=seen.now_s, increases=0, failsafe=True)
+                    changed_s=seen.now_s, lowered_s=seen.now_s, increases=0, failsafe=True)
     return state, f"signal lost ({silent}, timeout {settings.signal_timeout_s:.0f} s): fail-safe to the minimum", True
 
 
@@ -185,7 +190,8 @@ def _decrease(s: BrokerState, seen: Seen, settings: Settings, floor: int, why: s
     """Multiplicative decrease: x ``decrease`` (not below the floor), fewer moves, avoidance."""
     rate = max(floor, int(s.rate * settings.decrease))
     fewer = max(settings.min_moves, s.moves // 2 if moves is None else moves)
-    state = replace(s, rate=rate, moves=fewer, mode=AVOIDANCE, ssthresh=rate, changed_s=seen.now_s, increases=0)
+    state = replace(s, rate=rate, moves=fewer, mode=AVOIDANCE, ssthresh=rate, changed_s=seen.now_s,
+                    lowered_s=seen.now_s, increases=0)
     if rate == s.rate and fewer == s.moves:
         return state, f"{why}: at the minimum"
     return state, f"{why}: x{settings.decrease:g}"
@@ -200,7 +206,7 @@ def _increase(s: BrokerState, seen: Seen, settings: Settings, why: str) -> tuple
     more = ", +1 move" if moves > s.moves else ""
     if s.rate >= settings.max_rate:
         state = replace(s, rate=settings.max_rate, moves=moves, mode=AVOIDANCE, increases=increases,
-                        changed_s=seen.now_s if more else s.changed_s)
+                        changed_s=seen.now_s)
         return state, f"{why}: at the maximum {format_rate(settings.max_rate)}{more}"
     if s.mode == SLOW_START:
         cap = s.ssthresh if s.ssthresh is not None and s.ssthresh > s.rate else settings.max_rate
