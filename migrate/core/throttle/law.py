@@ -7,7 +7,7 @@ baseline + budget, the rails) and returns its next state and why. First rule tha
    moves at once, slow start again afterwards up to half the rate it had (as TCP after a timeout).
    Without a signal but within the timeout: hold.
 2. **Under-min-ISR** on a partition not being moved -> x ``decrease`` at once (newly seen), then again
-   each ``interval_s`` while it lasts; never raised meanwhile.
+   each ``interval_s`` while it lasts; never raised meanwhile (with or without a latency signal).
 3. **Over budget** (the p99, the broker's own p99 or a stall on its partitions above baseline +
    budget) -> x ``decrease`` (multiplicative decrease), moves halved, avoidance from then on. At once,
    even right after an increase (the window already saw it), but not within ``interval_s`` of the
@@ -138,19 +138,21 @@ def advance(s: BrokerState, broker: int, seen: Seen, settings: Settings) -> tupl
         inflow = seen.health.inflow_bytes_per_s.get(broker, 0)
         return (replace(s, rate=floor, changed_s=seen.now_s),
                 f"inflow {format_rate(inflow)}: raised to the floor {format_rate(floor)}", True)
-    if seen.window is None:
+    if seen.window is None and seen.silent_for_s > settings.signal_timeout_s:
         return _silent(s, seen, settings, floor)
-    if s.failsafe:
-        s = replace(s, failsafe=False)
     acting = seen.now_s - s.changed_s >= settings.interval_s
     lowering = seen.now_s - s.lowered_s >= settings.interval_s
-    worst, what = seen.window.worst_for(broker)
     health = seen.health
-    if health.under_min_isr:
+    if health.under_min_isr:  # read from the cluster: acts with or without a latency signal
         why = f"under-min-ISR on {named(health.under_min_isr)}"
         if seen.new_under_min_isr or lowering:
             return _decrease(s, seen, settings, floor, why, moves=settings.min_moves) + (seen.new_under_min_isr,)
         return s, f"{why}: hold", False
+    if seen.window is None:
+        return _silent(s, seen, settings, floor)
+    if s.failsafe:
+        s = replace(s, failsafe=False)
+    worst, what = seen.window.worst_for(broker)
     if worst > seen.limit_s:
         why = f"{what} {ms(worst)} over budget {ms(seen.limit_s)}"
         return (_decrease(s, seen, settings, floor, why) if lowering else (s, f"{why}: hold (lowered recently)")) + (False,)

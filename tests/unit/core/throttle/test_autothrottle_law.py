@@ -305,3 +305,13 @@ def test_resume_without_records_is_a_start():
     c = Controller.resume(Settings(), BASE, BUDGET, now_s=0.0, recorded=[])
     [d] = c.step(0.0, None, Health(), [1])
     assert d.reason == "start: slow-start from 10 MB/s"
+
+
+def test_under_min_isr_acts_without_a_latency_signal_but_the_fail_safe_comes_first():
+    c = started(signal_timeout_s=10)
+    step(c, 10)  # 20 MB/s
+    [d] = c.step(14, None, Health(under_min_isr=("t-3",)), [1])  # the canary is silent: the rail still acts
+    assert (d.new_rate, d.reason) == (10 * MB, "under-min-ISR on t-3: x0.5")
+    [d] = c.step(22, None, Health(under_min_isr=("t-3",)), [1])  # 12 s without a window: the fail-safe
+    assert d.new_rate == 1 * MB and d.reason.startswith("signal lost")
+    assert c.step(40, None, Health(under_min_isr=("t-3", "u-1")), [1]) == []  # held at the minimum
