@@ -12,14 +12,17 @@ a fail-safe to the minimum when the signal is lost. No I/O, no clock: ``now_s`` 
 * :mod:`.controller`: :class:`~.controller.Controller`, every broker, one :meth:`~.controller.Controller.step`
   per window, and :meth:`~.controller.Controller.resume` from the recorded decisions.
 
-How a runner drives it::
+How a runner drives it (``now`` from its clock; nothing here reads one)::
 
-    baseline = Baseline.from_latencies(at_rest_latencies)         # canary at rest, before any move
-    c = Controller(settings, baseline, parse_budget("50ms"), now_s=clock.now())
-    #   or Controller.resume(settings, baseline, budget, clock.now(), recorded_decision_values)
-    every window (about 5 s):
-        window = LatencyWindow.from_acks(clock.now(), acks_of_the_window, stalls_by_leader)
-        for d in c.step(clock.now(), window, health_read_now, brokers_taking_part):
-            record d.to_dict() (write-ahead), then write d.new_rate if d.rate_changed, cap the
-            broker's moves at d.moves, emit it
+    budget = parse_budget(option)                      # BadInput before any change
+    baseline = Baseline.from_latencies(acks_at_rest)   # the canary at rest, before the first move
+    c = Controller(settings, baseline, budget, now)    # or, on --resume:
+    c = Controller.resume(settings, baseline, budget, now, recorded_decisions)
+    every window (about 5 s; settings.interval_s about 2 windows):
+        window = LatencyWindow.from_acks(now, acks_by_leader, stalls_by_leader)   # or .silent(now)
+        health = Health(...)                           # partitions *not being moved*; target brokers
+        for d in c.step(now, window, health, brokers_taking_part):
+            record d.to_dict() first (write-ahead), then set d.new_rate on d.broker if
+            d.rate_changed, cap d.broker's moves in flight at d.moves, emit it
+    status: c.rates(), c.moves(), c.why (the last reason per broker), c.limit_s
 """
