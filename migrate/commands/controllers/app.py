@@ -163,6 +163,7 @@ def controllers(
     from migrate.runner.controllers.move import ControllerMoveRequest, run_controller_move
 
     book, section = _playbook(playbook)
+    bootstrap_given = bool(bootstrap_controller)
     add, remove, bootstrap_controller, listener = _from_playbook(section, add, remove, bootstrap_controller, listener)
     addresses = _addresses(bootstrap_controller)
     adds = parse_adds(add, listener or "CONTROLLER")
@@ -187,7 +188,8 @@ def controllers(
         release=_release(kafka_version),
         auto_join_ids=frozenset(removes) if auto_join else frozenset(),
         listener=listener, stop_command=stop_command, dry_run=dry_run,
-        catch_up_timeout_s=catch_up_timeout, stop_timeout_s=stop_timeout)
+        catch_up_timeout_s=catch_up_timeout, stop_timeout_s=stop_timeout,
+        named_by=f"--playbook {shlex.quote(str(playbook))}" if playbook and not bootstrap_given else "")
     if output == OutputFormat.json:  # JSON lines, as kmigrate partitions writes them: each event, then "done"
         result = run_controller_move(request, emit_json_line)
         emit_json_line({"event": "done", **result.to_dict()})

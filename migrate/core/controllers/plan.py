@@ -117,9 +117,11 @@ def validate_change(change: ControllerChange) -> None:
                        "controllers replaces controllers in pairs (each new controller joins before an old one leaves)")
 
 
-def static_quorum_refusal(kraft_version: int | None, release: tuple[int, int] | None) -> str | None:
+def static_quorum_refusal(kraft_version: int | None, release: tuple[int, int] | None,
+                          controllers: str = "--bootstrap-controller C") -> str | None:
     """Why voters cannot be changed because the quorum is static (``kraft.version`` 0 or absent), with the way out;
-    None for a dynamic quorum.
+    None for a dynamic quorum. ``controllers``: how the operator named the controllers (``--playbook FILE``, or
+    ``--bootstrap-controller host:port``), repeated in the upgrade command it gives.
 
     >>> print(static_quorum_refusal(0, (4, 0)))
     the controller quorum is static (kraft.version 0: controller.quorum.voters), and Kafka 4.0 cannot make it dynamic (KAFKA-16538, fixed in 4.1): upgrade the cluster to Kafka 4.1 or later first, or move to a new KRaft cluster with kmigrate mirror
@@ -127,7 +129,7 @@ def static_quorum_refusal(kraft_version: int | None, release: tuple[int, int] | 
     if kraft_version is not None and kraft_version >= DYNAMIC:
         return None
     head = "the controller quorum is static (kraft.version 0: controller.quorum.voters)"
-    steps = ("make it dynamic first: kmigrate controllers upgrade-kraft-version --bootstrap-controller C (sends "
+    steps = (f"make it dynamic first: kmigrate controllers upgrade-kraft-version {controllers} (sends "
              "kraft.version=1 and names the nodes to roll), then roll the brokers with controller.quorum.bootstrap.servers "
              "(the old and the new controllers' host:port) in place of controller.quorum.voters; then run this again")
     if release is None:
@@ -139,7 +141,7 @@ def static_quorum_refusal(kraft_version: int | None, release: tuple[int, int] | 
     return f"{head}: {steps}"
 
 
-def check_request(reading: Reading, change: ControllerChange) -> None:
+def check_request(reading: Reading, change: ControllerChange, controllers: str = "--bootstrap-controller C") -> None:
     """Refuse (BadInput, one line, nothing changed) a change this cluster cannot take, judged on ``reading``.
 
     Call before the first step of every run (a rerun too): a finished or half-done change is not refused, its done
@@ -158,7 +160,7 @@ def check_request(reading: Reading, change: ControllerChange) -> None:
         raise BadInput(f"the controllers run Kafka {release_text(reading.release)}: voters can change from Kafka 3.9 "
                        "(KIP-853); upgrade the cluster to 4.1 or later (a 3.x quorum is static), or move to a new KRaft "
                        "cluster with kmigrate mirror")
-    static = static_quorum_refusal(reading.kraft_version, reading.release)
+    static = static_quorum_refusal(reading.kraft_version, reading.release, controllers)
     if static:
         raise BadInput(static)
     if q.leader_id is None:
@@ -244,12 +246,13 @@ class Step:
 
 
 def _running_voters(reading: Reading, max_lag: int, max_age_ms: int, now_ms: int | None) -> set[int]:
-    """Voters that keep up: the leader, and voters not stopped whose lag and last fetch are within the bounds."""
+    """Voters that keep up: the leader, and voters neither stopped nor stale whose lag and last fetch are within the
+    bounds (a voter paused a moment ago still shows a recent fetch: ``stale_ids`` names it)."""
     q = reading.quorum
     now = q.leader_now_ms(now_ms)
     out = set()
     for v in q.voters:
-        if v.id in reading.stopped_ids:
+        if v.id in reading.stopped_ids or (v.id in reading.stale_ids and v.id != q.leader_id):
             continue
         if v.id == q.leader_id:
             out.add(v.id)

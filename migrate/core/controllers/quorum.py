@@ -188,7 +188,9 @@ class Reading:
     ``release``: the controllers' Kafka release as ``(major, minor)``, None when unknown; ``auto_join_ids``: the
     controllers running with ``controller.quorum.auto.join.enable=true``; ``stopped_ids``: controllers the runner
     confirmed stopped (their process gone, their controller listener closed); ``broker_ids``: the brokers'
-    ``node.id``\\ s (registered brokers: a controller must not take one)."""
+    ``node.id``\\ s (registered brokers: a controller must not take one); ``stale_ids``: voters whose last fetch did not
+    move on between this reading and one at least :data:`STALE_GAP_MS` earlier (:func:`stale_voters`): paused or hung,
+    though their last fetch may still look recent."""
 
     quorum: Quorum
     kraft_version: int | None
@@ -196,10 +198,35 @@ class Reading:
     auto_join_ids: frozenset[int] = frozenset()
     stopped_ids: frozenset[int] = frozenset()
     broker_ids: frozenset[int] = frozenset()
+    stale_ids: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
-        for name in ("auto_join_ids", "stopped_ids", "broker_ids"):
+        for name in ("auto_join_ids", "stopped_ids", "broker_ids", "stale_ids"):
             object.__setattr__(self, name, frozenset(getattr(self, name)))
+
+
+STALE_GAP_MS = 1_000
+"""A follower fetches continuously (the leader holds a fetch at most 500 ms): between two readings this far apart on
+the leader's clock, every running voter has fetched again."""
+
+
+def stale_voters(earlier: Quorum, now: Quorum) -> frozenset[int] | None:
+    """The voters (the leader aside) whose last fetch is the same in ``now`` as in ``earlier``, or None when the two
+    readings cannot tell: another leader, no leader clock, or less than :data:`STALE_GAP_MS` between them.
+
+    >>> a = Quorum(1, 4, 100, (Replica(1, "d1", 100, None, 5_000), Replica(2, "d2", 100, 4_900, 4_900),
+    ...                        Replica(3, "d3", 100, 4_800, 4_800)), ())
+    >>> b = Quorum(1, 4, 100, (Replica(1, "d1", 100, None, 6_200), Replica(2, "d2", 100, 6_100, 6_100),
+    ...                        Replica(3, "d3", 100, 4_800, 4_800)), ())
+    >>> sorted(stale_voters(a, b)), stale_voters(a, a)
+    ([3], None)
+    """
+    then_ms, now_ms = earlier.leader_now_ms(), now.leader_now_ms()
+    if earlier.leader_id != now.leader_id or then_ms is None or now_ms is None or now_ms - then_ms < STALE_GAP_MS:
+        return None
+    before = {v.id: v.last_fetch_ms for v in earlier.voters}
+    return frozenset(v.id for v in now.voters if v.id != now.leader_id and v.id in before
+                     and v.last_fetch_ms is not None and v.last_fetch_ms == before[v.id])
 
 
 # ----------------------------------------------------------- from the answer

@@ -51,7 +51,7 @@ from migrate.core.controllers.plan import (
     stop_order_reason,
     validate_change,
 )
-from migrate.core.controllers.quorum import Endpoint, Reading, ids_text
+from migrate.core.controllers.quorum import Endpoint, Quorum, Reading, ids_text, stale_voters
 from migrate.core.units import split_host_port
 from migrate.errors import BadInput, StepFailed
 from migrate.runner.events import crash_point
@@ -92,6 +92,7 @@ class ControllerMoveRequest:
     stop_command: str | None = None
     dry_run: bool = False
     catch_up_timeout_s: float = 300.0
+    named_by: str = ""  # how the operator named the controllers (--playbook FILE): repeated in the commands it is given
     settle_timeout_s: float = 120.0
     stop_timeout_s: float = 1800.0
     interval_s: float = 1.0
@@ -138,6 +139,8 @@ class ControllerMove:
         self._admin = None  # the brokers' admin client, made once when --bootstrap-server is given
         self._brokers: list[int] | None = None
         self._wanted = {a.id if isinstance(a, NewController) else a for a in request.adds} | set(request.removes)
+        self._earlier: Quorum | None = None  # the reading the next one is compared with (stale_voters)
+        self._stale: frozenset[int] | None = None  # None: not known yet (no reading far enough back)
 
     # ------------------------------------------------------------------ reads
     def _known_addresses(self) -> list[str]:
@@ -186,8 +189,21 @@ class ControllerMove:
                 stopped.add(i)
         brokers = frozenset(self._broker_ids())
         reading = Reading(view.quorum, view.kraft_version, self.req.release, self.req.auto_join_ids,
-                          frozenset(stopped), brokers)
+                          frozenset(stopped), brokers, self._staleness(q))
         return view, reading
+
+    def _staleness(self, q: Quorum) -> frozenset[int]:
+        """The voters whose last fetch stood still since a reading at least a second earlier (paused or hung); while
+        no reading is that far back, the last answer (``self._stale`` None: not known yet)."""
+        if q.leader_now_ms() is None:  # no leader clock in the answer: nothing to tell by, nothing held back
+            self._stale, self._earlier = frozenset(), None
+            return self._stale
+        stale = stale_voters(self._earlier, q) if self._earlier is not None else None
+        if stale is not None:
+            self._stale, self._earlier = stale, q
+        elif self._earlier is None or self._earlier.leader_id != q.leader_id:
+            self._stale, self._earlier = None, q  # a new leader: start again
+        return self._stale or frozenset()
 
     def _admin_client(self):
         if self._admin is None:
@@ -231,7 +247,8 @@ class ControllerMove:
             q = reading.quorum
             missing = [i for i in change.add_ids if not q.is_voter(i) and q.observer(i) is None]
             if not missing or self.clock() >= deadline:
-                check_request(reading, change)
+                named = self.req.named_by or f"--bootstrap-controller {','.join(self.req.controllers)}"
+                check_request(reading, change, named)
                 return reading, change
             log.debug("controller(s) %s not in the quorum yet; reading it again", ids_text(missing))
             self.sleep(self.req.interval_s)
@@ -305,6 +322,11 @@ class ControllerMove:
                 if self.clock() - settle_since > self.req.settle_timeout_s:
                     raise StepFailed(f"the quorum did not settle within {self.req.settle_timeout_s:g} s: {step.reason}; "
                                      "run the same command again once it has")
+                self.sleep(self.req.interval_s)
+            elif self._stale is None and (step.kind is StepKind.REMOVE
+                                          or (step.kind is StepKind.STOP and step.before_removal)):
+                # a step that leaves fewer voters running: only once the voters were seen fetching over a second
+                # (a voter paused a moment ago still shows a recent fetch)
                 self.sleep(self.req.interval_s)
             else:
                 self.emit({"event": "step", "step": step.kind.value, "controller": step.node_id,

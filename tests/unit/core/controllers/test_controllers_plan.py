@@ -83,6 +83,9 @@ def test_static_quorum_on_41_names_the_upgrade_steps():
     assert "kraft.version=1" in msg and "controller.quorum.bootstrap.servers" in msg and "roll" in msg
     assert "kmigrate controllers upgrade-kraft-version" in msg and "mirror" not in msg
     assert "kraft.version=1" in refusal(reading(kraft_version=None, release=None), change())
+    # the upgrade command repeats how the operator named the controllers
+    with pytest.raises(BadInput, match="upgrade-kraft-version --playbook my.yaml "):
+        check_request(reading(kraft_version=0, release=(4, 1)), change(), "--playbook my.yaml")
 
 
 def test_release_before_39_is_refused():
@@ -189,6 +192,29 @@ def test_a_lagging_voter_holds_the_next_change():
     q = quorum(voters=(1, 2, 3, 7), observers=(8, 9), leader=1, behind={7: 300})
     step = next_step(reading(q), change())
     assert step.kind is StepKind.WAIT_SETTLE and "7" in step.reason
+
+
+def test_a_voter_paused_a_moment_ago_holds_the_next_removal_though_its_last_fetch_is_recent():
+    # voters 1,2,3,7: 7 was added; 2 is paused: its last fetch (100 ms ago) is within the age bound, but stale
+    q = quorum(voters=(1, 2, 3, 7), observers=(8, 9), leader=1)
+    assert next_step(reading(q), change()).kind is StepKind.REMOVE  # as it looked without the second reading
+    step = next_step(reading(q, stale_ids={2}), change())
+    assert step.kind is StepKind.WAIT_SETTLE and "2" in step.reason, step
+
+
+def test_stale_voters_compares_two_readings_a_second_apart_on_the_leader_s_clock():
+    from migrate.core.controllers.quorum import STALE_GAP_MS, stale_voters
+
+    def at(now, fetched):  # leader 1 at ``now``; voters 2, 3 last fetched at ``fetched[i]``
+        return Quorum(1, 7, 500, (Replica(1, "d1", 500, None, now),) + tuple(
+            Replica(i, f"d{i}", 500, f, f) for i, f in fetched.items()), ())
+
+    earlier = at(NOW, {2: NOW - 50, 3: NOW - 80})
+    assert stale_voters(earlier, at(NOW + STALE_GAP_MS, {2: NOW + 950, 3: NOW - 80})) == {3}
+    assert stale_voters(earlier, at(NOW + STALE_GAP_MS, {2: NOW + 950, 3: NOW + 990})) == set()
+    assert stale_voters(earlier, at(NOW + STALE_GAP_MS - 1, {2: NOW - 50, 3: NOW - 80})) is None  # too close
+    other = Quorum(2, 8, 500, (Replica(2, "d2", 500, None, NOW + 5_000), Replica(3, "d3", 500, NOW - 80, NOW - 80)), ())
+    assert stale_voters(earlier, other) is None  # another leader: the clocks differ
 
 
 def test_no_leader_waits():

@@ -46,3 +46,22 @@ def test_a_controller_still_missing_after_the_grace_is_refused():
         move._checked(_reading(()))
     assert OBSERVER_GRACE_S <= move.now <= OBSERVER_GRACE_S + move.req.interval_s
     assert move.reads == int(OBSERVER_GRACE_S / move.req.interval_s)
+
+
+def _at(now_ms: int, fetched: dict[int, int], leader: int = 1) -> Quorum:
+    """Leader ``leader`` whose clock reads ``now_ms``; the other voters last fetched at ``fetched[id]``."""
+    return Quorum(leader, 7, 100, (Replica(leader, f"d{leader}", 100, None, now_ms),) + tuple(
+        Replica(i, f"d{i}", 100, f, f) for i, f in fetched.items()), ())
+
+
+def test_a_removal_waits_until_the_voters_were_seen_fetching_over_a_second():
+    """A voter paused a moment ago still shows a recent fetch: the runner tells it by its last fetch standing still
+    between two readings a second apart, and holds a removal until it has such a pair."""
+    move = ControllerMove(ControllerMoveRequest(controllers=("c1:9093",), adds=(7,), removes=(1,)))
+    assert move._staleness(_at(10_000, {2: 9_950, 3: 9_900})) == frozenset() and move._stale is None
+    assert move._staleness(_at(10_400, {2: 10_350, 3: 9_900})) == frozenset() and move._stale is None  # too close
+    assert move._staleness(_at(11_000, {2: 10_950, 3: 9_900})) == {3}  # 3 did not fetch for 1.1 s: paused
+    assert move._staleness(_at(12_100, {2: 12_050, 3: 12_000})) == frozenset() and move._stale == frozenset()
+    assert move._staleness(_at(500, {1: 450, 3: 400}, leader=2)) == frozenset() and move._stale is None  # new leader
+    assert move._staleness(Quorum(2, 8, 100, (Replica(2, "d2", 100, None, None),), ())) == frozenset()  # no clock
+    assert move._stale == frozenset()  # nothing to tell by: nothing held back
