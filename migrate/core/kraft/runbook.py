@@ -136,7 +136,9 @@ def kraft_steps(
         ("operator", "rolling restart of the brokers with the migration settings (roll 1)",
          f"For each broker N, one at a time: add the lines `{c['broker_config'].format(id='N', phase='migration')}` "
          "prints (zookeeper.metadata.migration.enable=true, controller.quorum.voters, controller.listener.names, "
-         f"the {kraft.listener_name} protocol) to its server.properties and restart it; after each, run "
+         f"the {kraft.listener_name} protocol, and replica.fetch.backoff.ms and replica.fetch.wait.max.ms at 100 unless "
+         "the broker sets them: each leader move of the rolls then stalls acks=all writes about 0.2 s instead of 1 s "
+         f"or more) to its server.properties and restart it; after each, run "
          f"`{c['health']}` and `{c['status']}` before the next. No broker added or removed from here until finalize.",
          "each broker registered with the KRaft controller (an observer in DescribeQuorum)"),
         ("kmigrate", c["gate"].format(gate="dual-write"),

@@ -104,7 +104,13 @@ def test_roll_1_adds_the_migration_lines_keeping_the_broker_map():
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,"
                                           "CONTROLLER:PLAINTEXT",
+        # the two follower fetch settings that shorten the rolls' produce stalls: the broker sets neither
+        "replica.fetch.backoff.ms": "100", "replica.fetch.wait.max.ms": "100",
     }
+    # a broker that sets one keeps its own value: only the other is added
+    own = {**SECURED, "replica.fetch.backoff.ms": "500"}
+    added = kc.broker_migration_settings(KraftInputs(CLUSTER_ID, {205: own}, CONTROLLERS), 205)
+    assert "replica.fetch.backoff.ms" not in added and added["replica.fetch.wait.max.ms"] == "100"
     full = kc.broker_migration_config(secured_inputs(), 205)
     assert full["zookeeper.connect"] == SECURED["zookeeper.connect"] and full["broker.id"] == "205"
     assert full["inter.broker.protocol.version"] == "3.9"  # no IBP change during the migration
