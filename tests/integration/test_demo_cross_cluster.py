@@ -39,6 +39,7 @@ def test_demo_cross_cluster_switches_the_canary_losing_nothing(tmp_path):
     finally:
         demo.teardown()
     doc = report.to_dict()
+    print("phases:", [(p["name"], p["seconds"]) for p in doc["phases"]])  # in the junit report: where the time went
     names = [p["name"] for p in doc["phases"]]
     assert names[-1] == "kmigrate mirror stop" and any("cutover" in n for n in names), names
     canary = report.canary

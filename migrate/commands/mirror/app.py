@@ -120,7 +120,7 @@ def status(state_dir: Optional[Path] = STATE_DIR,
            target_bootstrap: Optional[str] = TARGET_AS_STARTED,
            source_command_config: Optional[Path] = SOURCE_CC, target_command_config: Optional[Path] = TARGET_CC,
            topics: Optional[str] = typer.Option(None, "--topics", help="Only these topics (regular expression)."),
-           wait: bool = typer.Option(False, "--wait", help="Wait until every partition's lag is 0 (or --timeout)."),
+           wait: bool = typer.Option(False, "--wait", help="Wait until every partition has copied what the source held when the wait began (lag 0 once producers stop), or --timeout."),
            timeout: str = typer.Option("10m", "--timeout", help="With --wait: how long to wait."),
            output: OutputFormat = OUTPUT_OPTION) -> None:
     """Replication lag per partition (source end vs MirrorMaker's stored position), tasks, process; consumer groups' translated offsets. Exit 1 when --wait times out."""
@@ -141,7 +141,8 @@ def status(state_dir: Optional[Path] = STATE_DIR,
                                      engine.live_progress, output)
     render.status(last, output)
     if not caught_up:
-        err_console.print(f"kmigrate: lag not 0 after {timeout}", markup=False)
+        err_console.print(f"kmigrate: after {timeout}, MirrorMaker had not copied every record the source held when "
+                          "the wait began (the table above: lag per partition)", markup=False)
         raise typer.Exit(EXIT_FAILURE)
 
 

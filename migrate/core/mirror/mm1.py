@@ -100,6 +100,10 @@ class GroupLag:
         position = self.log_start if self.current_offset is None else max(self.current_offset, self.log_start)
         return max(0, self.log_end_offset - position)
 
+    @property
+    def end(self) -> int:
+        return self.log_end_offset
+
     COLUMNS: ClassVar[tuple[str, ...]] = ("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "TIME-LAG",
                                           "CONSUMER-ID", "CLIENT-ID")
 

@@ -26,6 +26,11 @@ class LagRow(Protocol):
     @property
     def lag(self) -> int: ...
 
+    @property
+    def end(self) -> int:
+        """The source partition's end offset at the look."""
+        ...
+
     def cells(self) -> tuple[str, ...]: ...
 
     def to_dict(self) -> dict: ...
@@ -57,6 +62,10 @@ class PartitionLag:
     @property
     def lag(self) -> int:
         return 0 if self.only_control_left else max(0, self.source_end - self.next_offset)
+
+    @property
+    def end(self) -> int:
+        return self.source_end
 
     COLUMNS: ClassVar[tuple[str, ...]] = ("topic", "partition", "source end", "mirrored up to", "lag", "behind (s)")
 
@@ -181,3 +190,20 @@ def partition_lags(ends: dict[tuple[str, int], tuple[int, int]], mirrored: dict[
         time_lag = 0 if lag.lag == 0 else (None if ts is None or now_ms is None else max(0, now_ms - ts))
         out.append(PartitionLag(t, p, start, end, mirrored.get((t, p)), control, time_lag))
     return tuple(out)
+
+
+def copied_since(first: MirrorStatus, now: MirrorStatus) -> bool:
+    """Whether, in ``now``, every partition has copied what its source held at ``first`` (its lag is at most the
+    records written since): ``mirror status --wait``'s condition. With producers still writing, lag 0 may never be
+    seen (each look finds new records; MirrorMaker 2 stores its position every few seconds); once they stop, this
+    is lag 0. A partition ``first`` did not show must be at lag 0.
+
+    >>> def look(*rows): return MirrorStatus("MM", (), tuple(PartitionLag("t", p, 0, e, m) for p, e, m in rows), ())
+    >>> first = look((0, 100, 49), (1, 10, 9))
+    >>> copied_since(first, look((0, 130, 99), (1, 12, 9))), copied_since(first, look((0, 130, 98), (1, 12, 9)))
+    (True, False)
+    >>> copied_since(first, look((0, 130, 129), (1, 12, 11), (2, 5, 3)))  # partition 2 is new: lag 0 needed
+    False
+    """
+    ends = {(r.topic, r.partition): r.end for r in first.partitions}
+    return all(r.lag <= max(0, r.end - ends.get((r.topic, r.partition), r.end)) for r in now.partitions)

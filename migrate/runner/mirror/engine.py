@@ -23,7 +23,7 @@ from typing import Callable, ClassVar, Protocol
 from migrate.core.mirror.cutover import Translation
 from migrate.core.mirror.plan import MirrorPlan, compile_filter
 from migrate.core.mirror.rights import Needs
-from migrate.core.mirror.status import MirrorStatus
+from migrate.core.mirror.status import MirrorStatus, copied_since
 from migrate.runner.mirror.clusters import Request, Side, Started
 from migrate.waiting import Clock, poll
 
@@ -98,15 +98,18 @@ class Engine(ABC):
     def wait_caught_up(self, state_dir: Path, source: Side | None, target: Side | None, topics_filter: str | None,
                        timeout_s: float, interval_s: float = 2.0,
                        on_status: Callable[[MirrorStatus], None] = lambda s: None) -> tuple[bool, MirrorStatus]:
-        """Look (quickly) every ``interval_s`` until every partition's lag is 0 or ``timeout_s`` passes:
-        ``(caught up, the last status)``, the last one complete. Both clusters are connected once."""
+        """Look (quickly) every ``interval_s`` until every partition has copied what its source held at the first
+        look (:func:`~migrate.core.mirror.status.copied_since`: lag 0 once the producers stop) or ``timeout_s``
+        passes: ``(caught up, the last status)``, the last one complete. Both clusters are connected once."""
         topic_re = compile_filter(topics_filter, "--topics")
         mirror = Started.open(state_dir, source, target)
+        first: list[MirrorStatus] = []
 
         def check() -> MirrorStatus | None:
             current = self.read_status(mirror, topic_re, quick=True)
             on_status(current)
-            return current if current.caught_up else None
+            first[:] = first or [current]
+            return current if current.caught_up or copied_since(first[0], current) else None
 
         done = poll(check, timeout_s=timeout_s, interval_s=interval_s)
         if done is not None and done.complete:
