@@ -95,9 +95,9 @@ def up(
     if kraft:
         _up_kraft(brokers, spare_brokers, broker_ids, spare_broker_ids, controllers, spare_controllers, controller_ids,
                   spare_controller_ids, static_quorum, ip_prefix, kafka_port, kafka_version, directory, output,
-                  refused={"--zookeepers": zookeepers is not None, "--spare-zookeepers": bool(spare_zookeepers),
+                  security.lower(), refused={"--zookeepers": zookeepers is not None, "--spare-zookeepers": bool(spare_zookeepers),
                            "--zookeeper-ids": bool(zookeeper_ids), "--spare-zookeeper-ids": bool(spare_zookeeper_ids),
-                           "--chroot": bool(chroot), "--security": security.lower() != "plaintext",
+                           "--chroot": bool(chroot),
                            "--target-cluster": target_cluster, "--target-kraft": target_kraft,
                            "--target-kafka-version": target_kafka_version is not None, "--zookeeper-tls": zookeeper_tls,
                            "--kraft-controllers": bool(kraft_controllers)})
@@ -169,13 +169,14 @@ def _target(spec: SandboxSpec, target_cluster: bool, brokers: int, ip_prefix: Op
 
 
 def _up_kraft(brokers, spare_brokers, broker_ids, spare_broker_ids, controllers, spare_controllers, controller_ids,
-              spare_controller_ids, static_quorum, ip_prefix, kafka_port, kafka_version, directory, output, refused) -> None:
+              spare_controller_ids, static_quorum, ip_prefix, kafka_port, kafka_version, directory, output, security,
+              refused) -> None:
     """``sandbox up --kraft``: a native KRaft sandbox (``migrate.sandbox.kraft_cluster``) and its playbook."""
     from migrate.sandbox.kraft_layout import FIRST_CONTROLLER_ID, kraft_spec
 
     bad = [option for option, given in refused.items() if given]
     if bad:
-        raise BadInput(f"{bad[0]} does not go with --kraft: a KRaft sandbox has no ZooKeeper (and is plaintext)")
+        raise BadInput(f"{bad[0]} does not go with --kraft: a KRaft sandbox has no ZooKeeper")
     c_ids = _ids(controller_ids, controllers, FIRST_CONTROLLER_ID, "--controller-ids")
     b_ids = _ids(broker_ids, brokers, 1, "--broker-ids")
     spec = kraft_spec(
@@ -183,7 +184,8 @@ def _up_kraft(brokers, spare_brokers, broker_ids, spare_broker_ids, controllers,
         spare_controller_ids=_ids(spare_controller_ids, spare_controllers, max(c_ids, default=FIRST_CONTROLLER_ID - 1) + 1,
                                   "--spare-controller-ids"),
         spare_broker_ids=_ids(spare_broker_ids, spare_brokers, max(b_ids, default=0) + 1, "--spare-broker-ids"),
-        static_quorum=static_quorum, ip_prefix=ip_prefix, kafka_port=kafka_port, kafka_version=kafka_version)
+        static_quorum=static_quorum, ip_prefix=ip_prefix, kafka_port=kafka_port, kafka_version=kafka_version,
+        security=security)
     sandbox = Sandbox(directory)
     started = time.monotonic()
     if output == OutputFormat.text:
@@ -201,7 +203,7 @@ def _up_kraft(brokers, spare_brokers, broker_ids, spare_broker_ids, controllers,
                    "env": sandbox.env(), "nodes": sandbox.status()})
         return
     console.print(f"KRaft sandbox up in {elapsed:.1f} s ({sandbox.dir}), Kafka {spec.kafka_version}, "
-                  f"{'static' if spec.static_quorum else 'dynamic'} quorum")
+                  f"{'static' if spec.static_quorum else 'dynamic'} quorum, {spec.security}")
     _print_status(sandbox)
     console.print(f"\nplaybook: {playbook}")
     console.print("\n" + _env_lines(sandbox))
@@ -211,12 +213,14 @@ def _env_lines(sandbox: Sandbox) -> str:
     env = sandbox.env()
     lines = [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
     if "KMIGRATE_COMMAND_CONFIG" in env:
-        lines += [
-            "# Kafka: --command-config $KMIGRATE_COMMAND_CONFIG (user kmigrate), $KAFKA_ADMIN_COMMAND_CONFIG (super user admin),"
-            " $KAFKA_CLIENT_COMMAND_CONFIG (user client)",
-            "# ZooKeeper: digest authentication, super user and password (user:password) in $ZOOKEEPER_AUTH_FILE;"
-            " the brokers' SASL login (--zk-jaas-file) in $ZOOKEEPER_JAAS_FILE",
-        ]
+        lines.append("# Kafka: --command-config $KMIGRATE_COMMAND_CONFIG (user kmigrate), $KAFKA_ADMIN_COMMAND_CONFIG "
+                     "(super user admin), $KAFKA_CLIENT_COMMAND_CONFIG (user client)")
+    if "KMIGRATE_CONTROLLER_COMMAND_CONFIG" in env:
+        lines.append("# KRaft controllers (SASL PLAIN): --controller-command-config $KMIGRATE_CONTROLLER_COMMAND_CONFIG "
+                     "(user kmigrate), $KAFKA_ADMIN_CONTROLLER_COMMAND_CONFIG (super user admin)")
+    if "ZOOKEEPER_AUTH_FILE" in env:
+        lines.append("# ZooKeeper: digest authentication, super user and password (user:password) in $ZOOKEEPER_AUTH_FILE;"
+                     " the brokers' SASL login (--zk-jaas-file) in $ZOOKEEPER_JAAS_FILE")
     if "ZOOKEEPER_CLIENT_CONFIG" in env:
         lines.append("# ZooKeeper over TLS: --zookeeper $ZOOKEEPER_SECURE_CONNECT --zk-client-config $ZOOKEEPER_CLIENT_CONFIG")
     return "\n".join(lines)

@@ -149,8 +149,10 @@ class Sandbox:
         self.nodes = {}
         if spec.security != "plaintext":
             os.chmod(self.dir, 0o700)  # node dirs hold server.properties and zoo.cfg with secrets
-            sandbox_security.create(spec.security, self.dir / "security", [(b.id, b.host) for b in spec.brokers],
-                                    [(z.id, z.host) for z in spec.zookeepers] if spec.zookeeper_tls else [])
+            sandbox_security.create(spec.security, self.dir / "security",
+                                    [(n.id, n.host) for n in (*spec.controllers, *spec.brokers)],
+                                    [(z.id, z.host) for z in spec.zookeepers] if spec.zookeeper_tls else [],
+                                    kraft=spec.kraft)
         for z in spec.zookeepers:
             self.nodes[z.name] = NodeState("zookeeper", z.id, z.host, str(self.dir / z.name), spare=z.joiner)
         for c in spec.controllers:  # a native KRaft sandbox's, listed first as ZooKeeper's

@@ -42,6 +42,18 @@ def random_uuid() -> str:
             return kl.kafka_uuid(raw)
 
 
+def java_argfile(args: list[str]) -> str:
+    """A java launcher argument file (``java @file``) holding ``args``, each quoted (backslashes and quotes escaped).
+
+    >>> print(java_argfile(["kafka.tools.StorageTool", "--add-scram", 'SCRAM-SHA-512=[name=a,password=p"q]']))
+    "kafka.tools.StorageTool"
+    "--add-scram"
+    "SCRAM-SHA-512=[name=a,password=p\\"q]"
+    <BLANKLINE>
+    """
+    return "".join('"' + a.replace("\\", "\\\\").replace('"', '\\"') + '"\n' for a in args)
+
+
 def read_properties(path: Path) -> dict[str, str]:
     with open(path) as f:
         return dict(javaproperties.load(f))
@@ -87,21 +99,41 @@ class KraftCluster:
     def _render(self, node: NodeState) -> dict[str, str]:
         spec = self.spec
         home = Path(node.dir)
+        sec = self.sandbox.security
         if node.kind == CONTROLLER_KIND:
             c = next(c for c in spec.controllers if c.id == node.id)
-            return kl.controller_properties(spec, c, str(home / "metadata"))
+            props = kl.controller_properties(spec, c, str(home / "metadata"))
+            if sec is not None:
+                props.update(sec.kraft_controller_properties(c.id, kl.CONTROLLER_LISTENER))
+            return props
         b = next(b for b in spec.brokers if b.id == node.id)
-        return kl.broker_properties(spec, b, str(home / "data"))
+        props = kl.broker_properties(spec, b, str(home / "data"))
+        if sec is not None:
+            props.update(sec.kraft_broker_properties(b.id, b.address, kl.CONTROLLER_LISTENER))
+            props.update(spec.kafka_settings)
+        return props
 
     def _format(self, node: NodeState, cluster_id: str, directory_ids: dict[int, str]) -> None:
         home = Path(node.dir)
         args = kl.format_args(self.spec, node.id, cluster_id, str(home / "server.properties"), directory_ids)
         version = self._version_of(node)
         dist = self._dist_of(node)
+        sec = self.sandbox.security
+        scram = sec.scram_arguments() if sec is not None and node.kind == CONTROLLER_KIND else []
+        if scram:  # the users' SCRAM credentials into the metadata log (KIP-900): secrets, so in a 0600 file
+            args += [arg for value in scram for arg in ("--add-scram", value)]
         command = dist.java_command(kl.STORAGE_TOOL, args, [
             "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             *kl.logging_options(version, str(home / kl.logging_file(version)))])
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=180)
+        argfile = home / "format.args"
+        if scram:  # java expands @file before it reads the main class: the arguments never reach a command line
+            main = command.index(kl.STORAGE_TOOL)
+            write_private(argfile, java_argfile(command[main:]))
+            command = command[:main] + [f"@{argfile}"]
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=180)
+        finally:
+            argfile.unlink(missing_ok=True)
         if proc.returncode != 0:
             raise StepFailed(f"kafka-storage format of {node.name} failed: {(proc.stderr or proc.stdout).strip()[-400:]}")
 
@@ -156,9 +188,12 @@ class KraftCluster:
         for node in old:
             self._launch(node)
         self.wait_brokers(old, timeout_s)
-        from migrate.sandbox import probes
+        from migrate.sandbox import launch, probes
 
-        probes.create_offsets_topic(spec.bootstrap_servers(spare=False), {})
+        if self.sandbox.security is not None:  # in the metadata log: the spares and the controllers see them too
+            progress("granting the Kafka users' ACLs")
+            launch.grant_acls(spec, self.sandbox.kafka_settings("admin"))
+        probes.create_offsets_topic(spec.bootstrap_servers(spare=False), self.sandbox.kafka_settings("admin"))
         new = [nodes[b.name] for b in spec.brokers if b.spare]
         if new:
             progress(f"starting spare brokers {[n.id for n in new]}")
@@ -169,7 +204,8 @@ class KraftCluster:
     def wait_brokers(self, nodes: list[NodeState], timeout_s: float = 180) -> None:
         from migrate.sandbox import probes
 
-        probes.wait_serving(nodes, self.spec, {}, self.sandbox.processes.is_alive, timeout_s)
+        probes.wait_serving(nodes, self.spec, self.sandbox.kafka_settings("admin"), self.sandbox.processes.is_alive,
+                            timeout_s)
 
     # ------------------------------------------------------------------ quorum
     def quorum(self, timeout_s: float = 3.0) -> Quorum | None:
@@ -179,11 +215,19 @@ class KraftCluster:
         for node in self.controllers:
             if not self.sandbox.is_alive(node.name):
                 continue
-            answer = describe_quorum_at_controller(f"{node.host}:{CONTROLLER_PORT}", timeout_s,
+            address = f"{node.host}:{CONTROLLER_PORT}"
+            answer = describe_quorum_at_controller(address, timeout_s, settings=self.controller_settings(address),
                                                    version=DESCRIBE_QUORUM_V2)
             if answer is not None:
                 return quorum_from_answer(answer)
         return None
+
+    def controller_settings(self, address: str, user: str = "admin"):
+        """``user``'s client settings on the controller listener at ``address`` (None: PLAINTEXT)."""
+        from migrate.core.clientconfig import ClientSettings
+
+        sec = self.sandbox.security
+        return ClientSettings(address, sec.controller_librdkafka(user)) if sec is not None else None
 
     def _check_alive(self, nodes: list[NodeState]) -> None:
         for node in nodes:
@@ -268,6 +312,13 @@ class KraftCluster:
         env["KAFKA_BOOTSTRAP_CONTROLLERS"] = self.spec.bootstrap_controllers(spare=False)
         env["KAFKA_NEW_BOOTSTRAP_CONTROLLERS"] = self.spec.bootstrap_controllers(spare=True)
         env["KMIGRATE_PLAYBOOK"] = str(self.sandbox.dir / PLAYBOOK_FILE)
+        sec = self.sandbox.security
+        if sec is not None:  # paths only: the files hold the secrets (mode 0600)
+            env["KMIGRATE_COMMAND_CONFIG"] = str(sec.properties_file("kmigrate"))
+            env["KAFKA_ADMIN_COMMAND_CONFIG"] = str(sec.properties_file("admin"))
+            env["KAFKA_CLIENT_COMMAND_CONFIG"] = str(sec.properties_file("client"))
+            env["KMIGRATE_CONTROLLER_COMMAND_CONFIG"] = str(sec.controller_properties_file("kmigrate"))
+            env["KAFKA_ADMIN_CONTROLLER_COMMAND_CONFIG"] = str(sec.controller_properties_file("admin"))
         return env
 
     # ---------------------------------------------------------------- playbook

@@ -255,6 +255,6 @@ def target_kraft_spec(spec: SandboxSpec, brokers: int, ip_prefix: str | None = N
     check_kraft_kafka_version(kafka_version, "--target-kafka-version")
     base = target_spec(spec, brokers, ip_prefix)  # the prefix and the broker count, checked as for a ZooKeeper target
     if base.security != "plaintext":
-        raise BadInput(f"--target-kraft does not go with --security {base.security}: a KRaft sandbox is plaintext")
+        raise BadInput(f"--target-kraft does not go with --security {base.security}: a --target-kraft target is plaintext")
     return kraft_spec((FIRST_CONTROLLER_ID,), base.broker_ids, ip_prefix=base.ip_prefix, kafka_port=base.kafka_port,
                       kafka_version=kafka_version, kafka_heap_mb=base.kafka_heap_mb)

@@ -164,8 +164,9 @@ class SandboxSpec:
             raise BadInput("spare controllers need at least one controller: use --controllers 1 or more")
         if self.zookeeper_ids or self.spare_zookeeper_ids or self.chroot or self.zookeeper_tls:
             raise BadInput("a KRaft sandbox (--kraft) has no ZooKeeper: leave out --zookeepers, --chroot and --zookeeper-tls")
-        if self.security != "plaintext":
-            raise BadInput(f"--security {self.security}: a KRaft sandbox (--kraft) is plaintext only")
+        from migrate.sandbox.security import check_kraft_security
+
+        check_kraft_security(self.security)
         if self.spare_broker_ids and not self.broker_ids:
             raise BadInput("spare brokers need at least one broker: use --brokers 1 or more")
         controllers = self.controller_ids + self.spare_controller_ids

@@ -53,6 +53,13 @@ ZK_BROKER_USER = "kafka"
 ZK_SUPER_USER = "super"
 SECRETS_FILE = "secrets.json"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+# A native KRaft sandbox (sandbox up --kraft --security): SCRAM on the brokers' listener, PLAIN on the controller
+# listener (a controller cannot check SCRAM: the credentials live in the metadata it serves), StandardAuthorizer.
+KRAFT_SECURITY_CHOICES = ("plaintext", "sasl_ssl", "sasl_plaintext")
+CONTROLLER_MECHANISM = "PLAIN"
+CONTROLLER_USERS = ("admin", "kmigrate")  # who may log in on the controller listener
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 # The Kafka ACLs the sandbox grants: (principal, resource type, resource name, operations).
 # kmigrate's list is explicit and generous for now; the README's per-command list is the reference.
@@ -71,6 +78,26 @@ KMIGRATE_ACLS = (
 def check_security(security: str) -> None:
     if security not in SECURITY_CHOICES:
         raise BadInput(f"--security {security!r}: choose one of {', '.join(SECURITY_CHOICES)}")
+
+
+def check_kraft_security(security: str) -> None:
+    """The securities a native KRaft sandbox supports (``--kraft --security``).
+
+    >>> check_kraft_security("sasl_ssl")
+    >>> check_kraft_security("mtls")
+    Traceback (most recent call last):
+    migrate.errors.BadInput: --security mtls does not go with --kraft: a KRaft sandbox is plaintext, sasl_ssl or sasl_plaintext
+    """
+    check_security(security)
+    if security not in KRAFT_SECURITY_CHOICES:
+        raise BadInput(f"--security {security} does not go with --kraft: a KRaft sandbox is "
+                       f"{', '.join(KRAFT_SECURITY_CHOICES[:-1])} or {KRAFT_SECURITY_CHOICES[-1]}")
+
+
+def plain_jaas_line(user: str, password: str, accepted: dict[str, str] | None = None) -> str:
+    """A PLAIN login: ``user`` as a client, and on a server the users it accepts (``user_<name>="<password>"``)."""
+    users = "".join(f' user_{name}="{pw}"' for name, pw in (accepted or {}).items())
+    return f'{PLAIN_MODULE} required username="{user}" password="{password}"{users};'
 
 
 def protocol(security: str) -> str:
@@ -232,6 +259,85 @@ class SandboxSecurity:
             })
         return props
 
+    # ------------------------------------------------ native KRaft (sandbox up --kraft)
+    def _kraft_common(self, node_id: int) -> dict[str, str]:
+        """What every node of a secured KRaft sandbox runs: StandardAuthorizer (ACLs in the metadata log), ``admin``
+        the super user and every node's own identity, PLAIN as admin on the controller listener, the TLS stores."""
+        props = {
+            "authorizer.class.name": STANDARD_AUTHORIZER,
+            "allow.everyone.if.no.acl.found": "false",
+            "super.users": "User:admin",
+            "sasl.mechanism.controller.protocol": CONTROLLER_MECHANISM,
+        }
+        if uses_tls(self.security):
+            store = self.password("store")
+            props.update({
+                "ssl.keystore.location": str(self.dir / f"kafka-{node_id}.keystore.p12"),
+                "ssl.keystore.type": "PKCS12",
+                "ssl.keystore.password": store,
+                "ssl.key.password": store,
+                "ssl.truststore.location": str(self.dir / "truststore.jks"),
+                "ssl.truststore.type": "JKS",
+                "ssl.truststore.password": store,
+            })
+        return props
+
+    def kraft_controller_properties(self, node_id: int, listener: str = "CONTROLLER") -> dict[str, str]:
+        """The security part of a KRaft controller's server.properties: its controller listener SASL_SSL (or
+        SASL_PLAINTEXT) with PLAIN, accepting ``admin`` (the nodes themselves) and ``kmigrate``."""
+        accepted = {u: self.password(u) for u in CONTROLLER_USERS}
+        name = listener.lower()
+        return {
+            "listener.security.protocol.map": f"{listener}:{protocol(self.security)}",
+            **self._kraft_common(node_id),
+            f"listener.name.{name}.sasl.enabled.mechanisms": CONTROLLER_MECHANISM,
+            f"listener.name.{name}.{CONTROLLER_MECHANISM.lower()}.sasl.jaas.config":
+                plain_jaas_line("admin", self.password("admin"), accepted),
+        }
+
+    def kraft_broker_properties(self, node_id: int, address: str, listener: str = "CONTROLLER") -> dict[str, str]:
+        """The security part of a KRaft broker's server.properties: its one listener SASL_SSL (or SASL_PLAINTEXT)
+        with SCRAM-SHA-512, also the inter-broker one (as ``admin``); PLAIN as ``admin`` towards the controllers."""
+        proto = protocol(self.security)
+        return {
+            "listeners": f"{proto}://{address}",
+            "advertised.listeners": f"{proto}://{address}",
+            "listener.security.protocol.map": f"{proto}:{proto},{listener}:{proto}",
+            "inter.broker.listener.name": proto,
+            **self._kraft_common(node_id),
+            "sasl.enabled.mechanisms": MECHANISM,
+            "sasl.mechanism.inter.broker.protocol": MECHANISM,
+            f"listener.name.{proto.lower()}.{MECHANISM.lower()}.sasl.jaas.config": jaas_line("admin", self.password("admin")),
+            f"listener.name.{listener.lower()}.{CONTROLLER_MECHANISM.lower()}.sasl.jaas.config":
+                plain_jaas_line("admin", self.password("admin")),
+        }
+
+    def scram_arguments(self) -> list[str]:
+        """``kafka-storage format --add-scram`` values: every Kafka user's SCRAM-SHA-512 credential, written into the
+        metadata log when the quorum starts (secrets: only ever in a 0600 argument file, never on a command line)."""
+        return [f"{MECHANISM}=[name={u},password={self.password(u)}]" for u in USERS]
+
+    def controller_properties_file(self, user: str) -> Path:
+        """The ``--controller-command-config`` file of ``user`` (``admin`` or ``kmigrate``): PLAIN on the
+        controller listener."""
+        return self.dir / f"{user}-controller.properties"
+
+    def controller_client_properties(self, user: str) -> dict[str, str]:
+        props = {"security.protocol": protocol(self.security), "sasl.mechanism": CONTROLLER_MECHANISM,
+                 "sasl.jaas.config": plain_jaas_line(user, self.password(user))}
+        if uses_tls(self.security):
+            props.update({"ssl.truststore.location": str(self.dir / "truststore.jks"), "ssl.truststore.type": "JKS",
+                          "ssl.truststore.password": self.password("store")})
+        return props
+
+    def controller_librdkafka(self, user: str = "admin") -> dict[str, str]:
+        """``user``'s settings on the controller listener in librdkafka's names (the sandbox's own DescribeQuorum)."""
+        conf = {"security.protocol": protocol(self.security), "sasl.mechanisms": CONTROLLER_MECHANISM,
+                "sasl.username": user, "sasl.password": self.password(user)}
+        if uses_tls(self.security):
+            conf["ssl.ca.location"] = str(self.dir / "ca.pem")
+        return conf
+
     # --------------------------------------------------------- client side
     def client_properties(self, user: str) -> dict[str, str]:
         """A Java client's properties for ``user`` (JKS stores, as an operator's client.properties)."""
@@ -270,26 +376,36 @@ class SandboxSecurity:
 
 
 def create(security: str, directory: Path, brokers: list[tuple[int, str]],
-           zookeepers: list[tuple[int, str]] = ()) -> SandboxSecurity:
-    """Make every file of a secured sandbox in ``directory`` for ``brokers`` (id, host)."""
-    check_security(security)
+           zookeepers: list[tuple[int, str]] = (), kraft: bool = False) -> SandboxSecurity:
+    """Make every file of a secured sandbox in ``directory`` for ``brokers`` (id, host; a KRaft sandbox's
+    controllers among them); ``kraft``: also the controller listener's client files."""
+    (check_kraft_security if kraft else check_security)(security)
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(directory, 0o700)
-    passwords = {u: secrets.token_urlsafe(18) for u in (*USERS, "store", "zk_kafka", "zk_super")}
+    names = (*USERS, "store") if kraft else (*USERS, "store", "zk_kafka", "zk_super")
+    passwords = {u: secrets.token_urlsafe(18) for u in names}
     write_private(directory / SECRETS_FILE, json.dumps(passwords, indent=2, sort_keys=True))
     sec = SandboxSecurity(security, directory)
+    if not kraft:  # ZooKeeper's logins
+        _write_zookeeper_logins(sec, passwords)
+    if uses_tls(security):
+        _write_certificates(sec, brokers, passwords["store"], zookeepers)
+    for user in USERS:
+        write_private(sec.properties_file(user), _properties_text(sec.client_properties(user)))
+    if kraft:
+        for user in CONTROLLER_USERS:
+            write_private(sec.controller_properties_file(user), _properties_text(sec.controller_client_properties(user)))
+    if zookeepers:  # --zookeeper-tls
+        write_private(sec.zookeeper_tls_client_file, _properties_text(sec.zookeeper_tls_client_config()))
+    return sec
+
+
+def _write_zookeeper_logins(sec: SandboxSecurity, passwords: dict[str, str]) -> None:
     write_private(sec.zookeeper_auth_file, f"{ZK_SUPER_USER}:{passwords['zk_super']}\n")
     write_private(sec.zookeeper_jaas, "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
                                       f'  user_{ZK_BROKER_USER}="{passwords["zk_kafka"]}";\n}};\n')
     write_private(sec.broker_zookeeper_jaas, "Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
                                              f'  username="{ZK_BROKER_USER}"\n  password="{passwords["zk_kafka"]}";\n}};\n')
-    if uses_tls(security):
-        _write_certificates(sec, brokers, passwords["store"], zookeepers)
-    for user in USERS:
-        write_private(sec.properties_file(user), _properties_text(sec.client_properties(user)))
-    if zookeepers:  # --zookeeper-tls
-        write_private(sec.zookeeper_tls_client_file, _properties_text(sec.zookeeper_tls_client_config()))
-    return sec
 
 
 def _write_certificates(sec: SandboxSecurity, brokers: list[tuple[int, str]], store_password: str,

@@ -47,14 +47,16 @@ def kmigrate(*args: str, env: dict | None = None, timeout: float = 600) -> subpr
 
 @contextmanager
 def kraft_sandbox(directory: Path, voters: tuple[int, ...], spares: tuple[int, ...],
-                  brokers: tuple[int, ...], kafka: str = KAFKA, static: bool = False) -> Iterator[Sandbox]:
+                  brokers: tuple[int, ...], kafka: str = KAFKA, static: bool = False,
+                  spare_brokers: tuple[int, ...] = (), security: str = "plaintext") -> Iterator[Sandbox]:
     """A ``sandbox up --kraft`` of Kafka ``kafka`` (a dynamic quorum of ``voters``, or a static one, ``spares`` as
-    observers), always stopped."""
-    nodes = len(voters) + len(spares) + len(brokers)
+    observers; ``spare_brokers`` started empty; ``--security``), always stopped."""
+    nodes = len(voters) + len(spares) + len(brokers) + len(spare_brokers)
     proc = kmigrate("sandbox", "up", "--kraft", *(["--static-quorum"] if static else []),
                     "--controller-ids", ",".join(map(str, voters)),
                     "--spare-controller-ids", ",".join(map(str, spares)), "--broker-ids", ",".join(map(str, brokers)),
-                    "--kafka-version", kafka, "--ip-prefix", free_ip_prefix(nodes + 4), "--dir", str(directory),
+                    *(["--spare-broker-ids", ",".join(map(str, spare_brokers))] if spare_brokers else []),
+                    "--security", security, "--kafka-version", kafka, "--ip-prefix", free_ip_prefix(nodes + 4), "--dir", str(directory),
                     "--output", "json")
     sandbox = Sandbox(directory)
     try:

@@ -116,7 +116,7 @@ def test_versions_the_kraft_sandbox_and_fetch_take():
     (dict(controllers=(3000,), brokers=(3000,)), "node ids repeat"),
     (dict(controllers=(3000,), brokers=(1,), spare_controller_ids=(1,)), "node ids repeat"),
     (dict(controllers=(3000,), brokers=(1,), kafka_version="3.8.1"), "from 3.9.x to 4.4.x"),
-    (dict(controllers=(3000,), brokers=(1,), security="sasl_ssl"), "plaintext only"),
+    (dict(controllers=(3000,), brokers=(1,), security="mtls"), "--security mtls does not go with --kraft"),
     (dict(controllers=(3000,), brokers=(1,), chroot="/kafka"), "has no ZooKeeper"),
     (dict(controllers=(3000,), brokers=(), spare_broker_ids=(2,)), "spare brokers need at least one broker"),
     (dict(controllers=(3000,), brokers=(1,), ip_prefix="10.0.0"), "--ip-prefix"),
@@ -180,7 +180,8 @@ def test_status_roles_of_a_kraft_sandbox():
 
 @pytest.mark.parametrize("args,message", [
     (["--kraft", "--zookeepers", "3"], "--zookeepers does not go with --kraft"),
-    (["--kraft", "--security", "sasl_ssl"], "--security does not go with --kraft"),
+    (["--kraft", "--security", "mtls"], "--security mtls does not go with --kraft"),
+    (["--kraft", "--security", "sasl_ssl", "--zookeeper-tls"], "--zookeeper-tls does not go with --kraft"),
     (["--static-quorum"], "--static-quorum needs --kraft"),
     (["--spare-controllers", "2"], "--spare-controllers needs --kraft"),
     (["--kafka-version", "4.1.2"], "Kafka 4 has no ZooKeeper mode: add --kraft"),
