@@ -370,10 +370,14 @@ def kraft_playbook(spec: SandboxSpec, throttle: str = "50MB/s") -> str:
     if spares:  # each spare replaces a voter, in order
         controllers += ("  add: [" + ", ".join(node(c) for c in spares) + "]\n"
                         f"  remove: [{', '.join(str(c.id) for c in voters[:len(spares)])}]\n")
+    secured = ""
+    if spec.security != "plaintext":  # the kmigrate user's files, relative to the playbook's folder
+        secured = (f"  command_config: security/kmigrate.properties  # {spec.security}, SCRAM-SHA-512; the controllers "
+                   "take PLAIN: --controller-command-config security/kmigrate-controller.properties\n")
     return (f"# Written by kmigrate sandbox up --kraft: a KRaft cluster (no ZooKeeper), {what}.\n"
             f"# Controllers (port {CONTROLLER_PORT}): voters {ids(voters)}"
             + (f", spares (observers) {ids(spares)}" if spares else "") + f"; {quorum}.\n"
-            f'kafka:\n  bootstrap_servers: "{spec.bootstrap_servers(spare=False)}"\n'
+            f'kafka:\n  bootstrap_servers: "{spec.bootstrap_servers(spare=False)}"\n' + secured
             + brokers + controllers + f"migration:\n  throttle: {throttle}\n")
 
 

@@ -109,3 +109,19 @@ def test_env_exports_the_client_files_of_both_listeners(tmp_path):
     assert env["KMIGRATE_CONTROLLER_COMMAND_CONFIG"] == str(sec.controller_properties_file("kmigrate"))
     assert env["KAFKA_BOOTSTRAP_CONTROLLERS"] == "127.0.61.1:9093" and "ZOOKEEPER_CONNECT" not in env
     assert not any(secret in value for secret in sec.secret_values() for value in env.values())
+
+
+def test_the_secured_playbook_names_the_kmigrate_users_file(tmp_path):
+    from migrate.core.playbook import parse_playbook
+    from migrate.files import load_playbook
+
+    spec = kl.kraft_spec((3000,), (1,), security="sasl_ssl", **SPEC)
+    text = kraft_cluster.kraft_playbook(spec)
+    assert parse_playbook(text).kafka.command_config == "security/kmigrate.properties"
+    assert "--controller-command-config security/kmigrate-controller.properties" in text
+    assert parse_playbook(kraft_cluster.kraft_playbook(kl.kraft_spec((3000,), (1,), **SPEC))).kafka.command_config is None
+    sec = sec_mod.create("sasl_ssl", tmp_path / "security", _nodes(spec), kraft=True)
+    (tmp_path / "playbook.yaml").write_text(text)  # as sandbox up writes it: the file read relative to its folder
+    book = load_playbook(tmp_path / "playbook.yaml")
+    assert book.kafka.client_settings()["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert sec.password("kmigrate") in book.kafka.client_settings()["sasl.jaas.config"]
