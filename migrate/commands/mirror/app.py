@@ -140,6 +140,10 @@ def status(state_dir: Optional[Path] = STATE_DIR,
                                                                        on_status=show),
                                      engine.live_progress, output)
     render.status(last, output)
+    if caught_up and last.total_lag and output != OutputFormat.json:
+        console.print(f"Every record the source held when the wait began is copied; the {last.total_lag} records of the "
+                      "lag above were written since (producers still write: stop them, then `mirror cutover`).",
+                      markup=False)
     if not caught_up:
         err_console.print(f"kmigrate: after {timeout}, MirrorMaker had not copied every record the source held when "
                           "the wait began (the table above: lag per partition)", markup=False)
