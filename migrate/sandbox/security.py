@@ -242,22 +242,26 @@ class SandboxSecurity:
                 f"listener.name.{listener}.{MECHANISM.lower()}.sasl.jaas.config": jaas_line("admin", self.password("admin")),
             })
         if uses_tls(self.security):
-            store = self.password("store")
-            props.update({
-                "ssl.keystore.location": str(self.dir / f"kafka-{broker_id}.keystore.p12"),
-                "ssl.keystore.type": "PKCS12",
-                "ssl.keystore.password": store,
-                "ssl.key.password": store,
-                "ssl.truststore.location": str(self.dir / "truststore.jks"),
-                "ssl.truststore.type": "JKS",
-                "ssl.truststore.password": store,
-            })
+            props.update(self._server_stores(broker_id))
         if self.security == "mtls":
             props.update({
                 "ssl.client.auth": "required",
                 "ssl.principal.mapping.rules": "RULE:^CN=([^,]+)$/$1/,DEFAULT",
             })
         return props
+
+    def _server_stores(self, node_id: int) -> dict[str, str]:
+        """A server's own key store (PKCS12) and the sandbox's trust store (JKS), both under the store password."""
+        store = self.password("store")
+        return {
+            "ssl.keystore.location": str(self.dir / f"kafka-{node_id}.keystore.p12"),
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.password": store,
+            "ssl.key.password": store,
+            "ssl.truststore.location": str(self.dir / "truststore.jks"),
+            "ssl.truststore.type": "JKS",
+            "ssl.truststore.password": store,
+        }
 
     # ------------------------------------------------ native KRaft (sandbox up --kraft)
     def _kraft_common(self, node_id: int) -> dict[str, str]:
@@ -270,16 +274,7 @@ class SandboxSecurity:
             "sasl.mechanism.controller.protocol": CONTROLLER_MECHANISM,
         }
         if uses_tls(self.security):
-            store = self.password("store")
-            props.update({
-                "ssl.keystore.location": str(self.dir / f"kafka-{node_id}.keystore.p12"),
-                "ssl.keystore.type": "PKCS12",
-                "ssl.keystore.password": store,
-                "ssl.key.password": store,
-                "ssl.truststore.location": str(self.dir / "truststore.jks"),
-                "ssl.truststore.type": "JKS",
-                "ssl.truststore.password": store,
-            })
+            props.update(self._server_stores(node_id))
         return props
 
     def kraft_controller_properties(self, node_id: int, listener: str = "CONTROLLER") -> dict[str, str]:
