@@ -215,11 +215,25 @@ def wait_for_event(proc: subprocess.Popen, predicate, timeout_s: float = 300, se
 
 
 def drain(proc: subprocess.Popen, timeout_s: float = 600, seen: list | None = None) -> int:
-    """Read the rest of a running kmigrate's events and wait for it to end; return its exit code."""
-    out, err = proc.communicate(timeout=timeout_s)
+    """Read the rest of a running kmigrate's events and wait for it to end; return its exit code.
+
+    Through the same file objects :func:`wait_for_event` read from: ``communicate()`` reads the raw pipes, and the
+    lines ``readline`` had already buffered would be lost (events a test then never sees)."""
+    rest: dict[str, str] = {}
+
+    def read(name: str, stream) -> None:
+        rest[name] = stream.read()
+
+    readers = [threading.Thread(target=read, args=(name, stream), daemon=True)
+               for name, stream in (("out", proc.stdout), ("err", proc.stderr))]
+    for reader in readers:
+        reader.start()
+    proc.wait(timeout=timeout_s)  # subprocess.TimeoutExpired, as communicate() raised
+    for reader in readers:
+        reader.join(60)
     if seen is not None:
-        seen.extend(events(out))
-    proc.stderr_text = err  # type: ignore[attr-defined]
+        seen.extend(events(rest.get("out", "")))
+    proc.stderr_text = rest.get("err", "")  # type: ignore[attr-defined]
     return proc.returncode
 
 
