@@ -40,6 +40,17 @@ _LEFTOVER_S = 24 * 3600  # this key's recordings and temporary files older than 
 log = logging.getLogger(__name__)
 
 
+def probe(java: str, archive: Path, *options: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
+    """``java -version`` mapping ``archive``, the check before an archive is kept. A truncated archive crashes that
+    JVM: its crash report goes beside the archive and is deleted, never into the working directory."""
+    crash = archive.with_name(archive.name + ".crash.log")
+    try:
+        return subprocess.run([java, f"-XX:SharedArchiveFile={archive}", f"-XX:ErrorFile={crash}", *options,
+                               "-version"], capture_output=True, timeout=timeout_s)
+    finally:
+        crash.unlink(missing_ok=True)
+
+
 def archive_key(java: str, role: str, jar_dirs: list[Path]) -> str:
     """``<role>-<16 hex digits>``: the main class's last name, then a digest of the java install (its real
     path, ``lib/modules`` and ``libjvm.so``) and of every jar of the class path (name, size, mtime)."""
@@ -124,14 +135,11 @@ def _build(java: str, class_path: str, folder: Path, key: str, recording: Path) 
             built = subprocess.run([java, "-Xshare:dump", f"-XX:SharedClassListFile={classes}",
                                     f"-XX:SharedArchiveFile={dump}", "-XX:+UseSerialGC", "-cp", class_path],
                                    capture_output=True, timeout=600)
-            crash = folder / f"{key}.{token}.crash.log"  # a crash report, not into the working directory
-            probe = subprocess.run([java, f"-XX:SharedArchiveFile={dump}", "-Xshare:on", "-XX:+UseSerialGC",
-                                    f"-XX:ErrorFile={crash}", "-cp", class_path, "-version"], capture_output=True,
-                                   timeout=120) if built.returncode == 0 and dump.exists() else None
-            crash.unlink(missing_ok=True)
-            if probe is None or probe.returncode != 0:
+            mapped = probe(java, dump, "-Xshare:on", "-XX:+UseSerialGC", "-cp", class_path) \
+                if built.returncode == 0 and dump.exists() else None
+            if mapped is None or mapped.returncode != 0:
                 log.debug("no class-data-sharing archive for %s: %s", key,
-                          (built.stdout + built.stderr + (probe.stderr if probe else b""))[-300:])
+                          (built.stdout + built.stderr + (mapped.stderr if mapped else b""))[-300:])
                 recording.unlink(missing_ok=True)
                 (folder / f"{key}.failed").touch()  # not tried again for a day (_tidy deletes it)
                 return None

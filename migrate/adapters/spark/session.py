@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from migrate.errors import BadInput, MissingTool, StepFailed
+from migrate.adapters.class_data import QUIET as _CDS_QUIET, probe  # no JVM warning on stdout (--output json)
 from migrate.adapters.jars import cache_dir, fetch_maven_project, find_java
 from migrate.adapters.processes import pid_alive, terminate
 
@@ -304,7 +305,6 @@ def driver_log_config() -> Path:
 # archive is used only after a probe JVM has mapped it, and only then renamed to its final name.
 CDS_ENV = "KMIGRATE_SPARK_CDS"  # "0" turns it off
 _CDS_UNUSED_S = 7 * 24 * 3600  # an archive of this install no run has mapped for a week is deleted
-_CDS_QUIET = "-Xlog:cds=off,cds+dynamic=off"  # never a JVM warning on stdout (it would break --output json)
 
 
 def _cds_key(java: str, class_path: tuple[Path, ...] = ()) -> str:
@@ -362,13 +362,7 @@ def class_data_options(java: str, now_s: float | None = None, class_path: tuple[
                 # a recording still being written (its process alive, or a name without a pid) is left alone
                 if pid == 0 or pid_alive(pid) or now_s - dump.stat().st_mtime < 5:
                     continue
-                # a truncated archive crashes the probe JVM: its crash report goes beside the archive
-                # (then deleted), not into the operator's working directory
-                crash = folder / f"{key}.probe-crash.log"
-                probe = subprocess.run([java, f"-XX:SharedArchiveFile={dump}", f"-XX:ErrorFile={crash}", _CDS_QUIET,
-                                        "-version"], capture_output=True, timeout=60)
-                crash.unlink(missing_ok=True)
-                if probe.returncode == 0 and not final.exists():
+                if probe(java, dump, _CDS_QUIET, timeout_s=60).returncode == 0 and not final.exists():
                     os.replace(dump, final)
                 else:
                     dump.unlink(missing_ok=True)
