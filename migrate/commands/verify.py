@@ -136,8 +136,7 @@ def verify(
     scope = Scope(_topics(topic), include)
     source = engine.side(source_bootstrap, source_command_config or command_config)
     target = engine.side(target_bootstrap, target_command_config or command_config)
-    estimate = records_in_scope(source, scope)  # both clusters are read
-    with spark_session(settings, engine.progress, None if estimate is None else 2 * estimate) as spark:
+    with spark_session(settings, engine.progress, records_in_scope(source, scope, clusters=2)) as spark:
         report = verify_clusters(source, target, spark, scope, _now(), isolation_level, fail_on_tail, engine.progress)
     _render(report, engine.output)
     if not report.ok:
@@ -163,10 +162,10 @@ def snapshot(
         raise BadInput("--like takes the partitions of the earlier snapshot: leave out --topic and --include")
     settings = engine.spark("kmigrate-verify-snapshot")
     side = engine.side(bootstrap_server, command_config)
-    records = records_in_scope(side, Scope(_topics(topic), include)) if reference is None else records_of(reference)
+    scope = Scope(_topics(topic), include)
+    records = records_in_scope(side, scope) if reference is None else records_of(reference)
     with spark_session(settings, engine.progress, records) as spark:
-        snap = take_snapshot(side, spark, Scope(_topics(topic), include), _now(), isolation_level, reference,
-                             engine.progress)
+        snap = take_snapshot(side, spark, scope, _now(), isolation_level, reference, engine.progress)
     write_snapshot(snap, output_file)
     summary = {"file": str(output_file), "cluster_id": snap.cluster_id, "taken_at": snap.taken_at,
                "topics": len(snap.topics), "partitions": len(snap.partitions), "records": snap.records,

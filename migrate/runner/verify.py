@@ -97,18 +97,24 @@ def _require_read(side: KafkaSide, topics: list[str]) -> None:
     require(side.admin, side.settings, verify_needs(topics))
 
 
-def records_in_scope(side: KafkaSide, scope: Scope) -> int | None:
-    """About how many records a snapshot of ``scope`` reads (end minus log start offsets), asked before Spark
-    starts so that the driver's JIT suits the size (``spark_session(records=...)``); None when the cluster does
-    not answer it: the snapshot then asks again and says what is wrong in its own words."""
+def _in_scope(partitions: dict[str, list[int]], scope: Scope) -> tuple[list[str], list[tuple[str, int]]]:
+    """The topics ``scope`` chooses among a cluster's ``partitions`` (topic -> partition ids), and their partitions."""
+    topics = select_topics(list(partitions), scope.topics, scope.include)
+    return topics, [(t, p) for t in topics for p in partitions[t]]
+
+
+def records_in_scope(side: KafkaSide, scope: Scope, clusters: int = 1) -> int | None:
+    """About how many records a snapshot of ``scope`` reads (end minus log start offsets; times ``clusters`` for a
+    verify that reads the same topics on two), asked before Spark starts so that the driver's JIT suits the size
+    (``spark_session(records=...)``); None when the cluster does not answer it: the snapshot then asks again and
+    says what is wrong in its own words."""
     try:
-        view = side.view()
-        topics = select_topics(list(view.partitions), scope.topics, scope.include)
-        offsets = side.offsets([(t, p) for t in topics for p in view.partitions[t]], "read_uncommitted")
+        _topics, partitions = _in_scope(side.view().partitions, scope)
+        offsets = side.offsets(partitions, "read_uncommitted")
     except Exception as exc:  # an estimate only: whatever failed here fails again in the snapshot, and is reported there
         log.debug("no record count before Spark starts: %s", exc)
         return None
-    return sum(max(0, end - start) for start, end in offsets.values())
+    return clusters * sum(max(0, end - start) for start, end in offsets.values())
 
 
 def records_of(snapshot: Snapshot) -> int:
@@ -131,8 +137,7 @@ def take_snapshot(side: KafkaSide, spark, scope: Scope, taken_at: str, isolation
         topics = sorted({t for t, _ in partitions})
         isolation_level = like.isolation_level
     else:
-        topics = select_topics(list(view.partitions), scope.topics, scope.include)
-        partitions = [(t, p) for t in topics for p in view.partitions[t]]
+        topics, partitions = _in_scope(view.partitions, scope)
     _require_read(side, topics)
     progress(f"capturing offsets of {len(partitions)} partitions in {len(topics)} topics")
     offsets = side.offsets(partitions, isolation_level)
@@ -166,8 +171,7 @@ def verify_clusters(source: KafkaSide, target: KafkaSide, spark, scope: Scope, t
     """
     _check_isolation(isolation_level)
     sview, tview = source.view(), target.view()
-    topics = select_topics(list(sview.partitions), scope.topics, scope.include)
-    s_parts = [(t, p) for t in topics for p in sview.partitions[t]]
+    topics, s_parts = _in_scope(sview.partitions, scope)
     t_topics = [t for t in topics if t in tview.partitions]
     t_parts = [(t, p) for t in t_topics for p in tview.partitions[t]]
     _require_read(source, topics)

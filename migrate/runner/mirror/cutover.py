@@ -329,8 +329,7 @@ def _verified(run: _Run, say: Say) -> Gate:
     target = KafkaSide(run.mirror.clusters.settings("target"), timeout_s=run.tgt.timeout_s)
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     scope = Scope(topics=tuple(sorted(run.topics)))
-    estimate = records_in_scope(source, scope)  # both clusters are read
-    with spark_session(settings, lambda m: say(f"verify: {m}"), None if estimate is None else 2 * estimate) as spark:
+    with spark_session(settings, lambda m: say(f"verify: {m}"), records_in_scope(source, scope, clusters=2)) as spark:
         report = verify_clusters(source, target, spark, scope, now,
                                  fail_on_tail=True, progress=lambda m: say(f"verify: {m}"))
     if not report.ok:

@@ -108,7 +108,8 @@ class Engine(ABC):
         def check() -> MirrorStatus | None:
             current = self.read_status(mirror, topic_re, quick=True)
             on_status(current)
-            first[:] = first or [current]
+            if not first:
+                first.append(current)
             return current if current.caught_up or copied_since(first[0], current) else None
 
         done = poll(check, timeout_s=timeout_s, interval_s=interval_s)

@@ -239,6 +239,7 @@ def test_records_in_scope_sums_the_chosen_partitions_and_is_none_when_the_cluste
             raise RuntimeError("no broker answered")
 
     assert records_in_scope(Side(), Scope()) == 105  # internal topics are not chosen
+    assert records_in_scope(Side(), Scope(), clusters=2) == 210  # a verify that reads two clusters
     assert records_in_scope(Side(), Scope(topics=("events",))) == 0
     assert records_in_scope(Down(), Scope()) is None
 
