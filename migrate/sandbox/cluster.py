@@ -46,6 +46,11 @@ def fetch_jars(kafka_version: str = KAFKA_VERSION, zookeeper_version: str = ZOOK
     return dist, kafka_source_jars()
 
 
+USER_FILES = (("KMIGRATE_COMMAND_CONFIG", "kmigrate"), ("KAFKA_ADMIN_COMMAND_CONFIG", "admin"),
+              ("KAFKA_CLIENT_COMMAND_CONFIG", "client"))
+"""``sandbox env`` on a secured sandbox: each Kafka user's client file (``--command-config``), by variable."""
+
+
 class Sandbox:
     """A sandbox cluster in ``directory``. Methods are safe to call from another process than the one that started it."""
 
@@ -298,13 +303,12 @@ class Sandbox:
             "ZOOKEEPER_CONNECT": spec.zookeeper_connect(),
             "KMIGRATE_SANDBOX_DIR": str(self.dir),
         }
-        if spec.kraft:  # no ZooKeeper: the controllers instead (kafka-metadata-quorum --bootstrap-controller)
-            return KraftCluster(self).env(env)
         sec = self.security
         if sec is not None:  # paths only: the files hold the secrets (mode 0600)
-            env["KMIGRATE_COMMAND_CONFIG"] = str(sec.properties_file("kmigrate"))
-            env["KAFKA_ADMIN_COMMAND_CONFIG"] = str(sec.properties_file("admin"))
-            env["KAFKA_CLIENT_COMMAND_CONFIG"] = str(sec.properties_file("client"))
+            env.update({name: str(sec.properties_file(user)) for name, user in USER_FILES})
+        if spec.kraft:  # no ZooKeeper: the controllers instead (kafka-metadata-quorum --bootstrap-controller)
+            return KraftCluster(self).env(env)
+        if sec is not None:
             env["ZOOKEEPER_AUTH_FILE"] = str(sec.zookeeper_auth_file)
             env["ZOOKEEPER_JAAS_FILE"] = str(sec.broker_zookeeper_jaas)
             if spec.zookeeper_tls:  # the secureClientPort (client port + 1) and the file that reaches it

@@ -307,16 +307,14 @@ class KraftCluster:
                 for name, node in self.sandbox.nodes.items()]
 
     def env(self, env: dict[str, str]) -> dict[str, str]:
-        """``sandbox env`` without ZooKeeper: the controllers (``--bootstrap-controller``) and the playbook instead."""
+        """``sandbox env`` without ZooKeeper: the controllers (``--bootstrap-controller``) and the playbook instead;
+        on a secured sandbox, the controller listener's client files beside the Kafka users' ones ``env`` has."""
         env = {k: v for k, v in env.items() if k != "ZOOKEEPER_CONNECT"}
         env["KAFKA_BOOTSTRAP_CONTROLLERS"] = self.spec.bootstrap_controllers(spare=False)
         env["KAFKA_NEW_BOOTSTRAP_CONTROLLERS"] = self.spec.bootstrap_controllers(spare=True)
         env["KMIGRATE_PLAYBOOK"] = str(self.sandbox.dir / PLAYBOOK_FILE)
         sec = self.sandbox.security
         if sec is not None:  # paths only: the files hold the secrets (mode 0600)
-            env["KMIGRATE_COMMAND_CONFIG"] = str(sec.properties_file("kmigrate"))
-            env["KAFKA_ADMIN_COMMAND_CONFIG"] = str(sec.properties_file("admin"))
-            env["KAFKA_CLIENT_COMMAND_CONFIG"] = str(sec.properties_file("client"))
             env["KMIGRATE_CONTROLLER_COMMAND_CONFIG"] = str(sec.controller_properties_file("kmigrate"))
             env["KAFKA_ADMIN_CONTROLLER_COMMAND_CONFIG"] = str(sec.controller_properties_file("admin"))
         return env
