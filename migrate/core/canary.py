@@ -161,6 +161,9 @@ class CanaryLedger:
     _sent: dict[int, tuple[float, int]] = field(default_factory=dict)  # waiting for an ack: seq -> (sent at, partition)
     _unconsumed: dict[int, tuple[float, int]] = field(default_factory=dict)  # acked, not read: seq -> (acked at, partition)
     _last_seq_by_partition: dict[int, int] = field(default_factory=dict)
+    tap: list[tuple[float, int, float]] | None = None
+    """When a list: every ack is also appended as (acked at, partition, latency seconds), for a reader
+    that takes them in windows (``kmigrate partitions --throttle auto``); ``None``: not kept."""
 
     def on_send(self, seq: int, partition: int, now_s: float) -> None:
         self.sent += 1
@@ -173,6 +176,8 @@ class CanaryLedger:
         self.latencies_ms.append((now_s - sent_s) * 1000.0)
         if partition is None:
             return
+        if self.tap is not None:
+            self.tap.append((now_s, partition, now_s - sent_s))
         self.produce_stalls.progress(partition, now_s, done=1)
         if seq not in self.consumed:  # the consumer may read a record before its acknowledgement arrives
             self._unconsumed[seq] = (now_s, partition)
@@ -185,6 +190,19 @@ class CanaryLedger:
         sent = self._sent.pop(seq, None)
         if sent is not None:
             self.produce_stalls.progress(sent[1], now_s, done=1)
+
+    def waiting_since(self) -> dict[int, float]:
+        """Partition -> when its oldest record still waiting for an ack was sent (a stall going on)."""
+        out: dict[int, float] = {}
+        for sent_s, partition in self._sent.values():
+            if sent_s < out.get(partition, float("inf")):
+                out[partition] = sent_s
+        return out
+
+    def take_tap(self) -> list[tuple[float, int, float]]:
+        """The acks tapped since the last call (see :attr:`tap`), and an empty tap again."""
+        taken, self.tap = self.tap or [], [] if self.tap is not None else None
+        return taken
 
     def note_error(self, error: str) -> None:
         if error not in self.errors and len(self.errors) < 20:

@@ -31,11 +31,15 @@ It is how a migration survives a crash of kmigrate: every run reads it from the 
                  (``topic:partition`` -> source end when it passed): a cut-over gate passed
   mirror-offsets ``group``, ``offsets`` (``topic:partition`` -> offset): written *before* kmigrate
                  commits them on the target, so a re-run never moves them backwards
+  throttle-auto  a decision of ``--throttle auto`` (``migrate.core.throttle.decisions.Decision``:
+                 ``broker``, ``old_rate``, ``new_rate``, ``moves``, ``reason``, ``mode``,
+                 ``ssthresh``, ``p99_s``, ``limit_s``, ``baseline_s``, ``at_s``), keyed by broker:
+                 written *before* the broker's rate changes, so ``--resume`` goes on at the last rate
   ============== ===========================================================================
 
 The ``mirror-*`` records use the plan id ``mirror-<source cluster id>-<target cluster id>``.
 
-Versions before ``run`` and ``cancel-requested`` refuse a topic that holds them (a record they
+Versions before ``run``, ``cancel-requested`` and ``throttle-auto`` refuse a topic that holds them (a record they
 did not write): a migration is finished or cancelled with the version that started it.
 
 Writing the throttle records first means a crash at any line leaves no throttle kmigrate cannot
@@ -57,7 +61,7 @@ DEFAULT_TOPIC = "__kmigrate_migration"
 
 SCHEMA = "kmigrate.bookkeeping/1"
 KINDS = ("plan", "topic-moved", "submitted", "throttle-broker", "throttle-topic", "throttle-cleared", "cancelled",
-         "run", "cancel-requested", "mirror-step", "mirror-gate", "mirror-offsets")
+         "run", "cancel-requested", "mirror-step", "mirror-gate", "mirror-offsets", "throttle-auto")
 
 MIRROR_TOPIC = "__kmigrate_mirror"
 """The bookkeeping topic of ``kmigrate mirror`` on the target (its own: a mirror's records never mix with
@@ -225,6 +229,12 @@ class Ledger:
             elif r.kind == "throttle-cleared" and v.get("scope") == "broker":
                 out.pop((int(v["broker"]), v["config"]), None)
         return out
+
+    def throttle_decisions(self, plan_id: str | Iterable[str]) -> list[Mapping[str, Any]]:
+        """The ``throttle-auto`` records of ``plan_id`` (or any of several ids: one migration), in order:
+        what ``Controller.resume`` takes up (the last one per broker counts). Other plans' are ignored."""
+        ids = _ids(plan_id)
+        return [r.value for r in self.records if r.kind == "throttle-auto" and r.plan_id in ids]
 
     def topic_throttles(self) -> dict[tuple[str, str], set[str]]:
         """(topic, config) -> entries kmigrate appended and has not cleared."""

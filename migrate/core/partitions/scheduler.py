@@ -28,12 +28,16 @@ class Caps:
     broker's throttled bandwidth stays in use and the biggest copies do not all end up last; the
     other slots always serve the smallest topics first. The runner sets it to what the throttle
     copies in :data:`SMALL_MOVE_SECONDS`.
+
+    ``broker_limits``: (broker, moves) pairs that lower a broker's cap below ``per_broker`` (the
+    adaptive throttle's moves in flight per broker, ``--throttle auto``); empty: ``per_broker`` for all.
     """
 
     per_broker: int = DEFAULT_MAX_MOVES_PER_BROKER
     cluster: int | None = None
     throttle_chars: int = MAX_THROTTLE_CONFIG_CHARS
     small_move_bytes: int | None = None
+    broker_limits: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.per_broker < 1:
@@ -44,6 +48,18 @@ class Caps:
     @property
     def large_per_broker(self) -> int:
         return max(1, self.per_broker - self.per_broker // 2)
+
+    def limit(self, broker: int) -> int:
+        """Moves at once allowed on ``broker``: ``per_broker``, or lower as ``broker_limits`` says."""
+        for b, n in self.broker_limits:
+            if b == broker:
+                return max(1, min(self.per_broker, n))
+        return self.per_broker
+
+    def large_limit(self, broker: int) -> int:
+        """Large-lane slots of ``broker``: half its :meth:`limit` (rounded up), at least one."""
+        n = self.limit(broker)
+        return max(1, n - n // 2)
 
     def is_large(self, move: "PartitionMove") -> bool:
         """In the large lane: admitted there, or (not admitted yet / adopted) big enough for it."""
@@ -140,7 +156,7 @@ def schedule(pending: Sequence[PartitionMove], in_flight: Sequence[PartitionMove
     while large and not cluster_full():
         best, best_key = None, None
         for m in large:
-            if any(load.get(b, 0) + 1 > caps.per_broker or large_load.get(b, 0) + 1 > caps.large_per_broker
+            if any(load.get(b, 0) + 1 > caps.limit(b) or large_load.get(b, 0) + 1 > caps.large_limit(b)
                    for b in m.brokers) or not fits_lists(m):
                 continue
             key = (max(work.get(b, 0) for b in _data_brokers(m)), m.bytes_to_copy)
@@ -175,7 +191,7 @@ def schedule(pending: Sequence[PartitionMove], in_flight: Sequence[PartitionMove
                     return tuple(chosen)
                 m = queue[cursor[t]]
                 cursor[t] += 1
-                if any(load.get(b, 0) + 1 > caps.per_broker for b in m.brokers):
+                if any(load.get(b, 0) + 1 > caps.limit(b) for b in m.brokers):
                     continue  # this one waits; try the topic's next partition
                 if not fits_lists(m):
                     cursor[t] = len(queue)  # the topic's lists are full for now

@@ -163,3 +163,16 @@ def test_report_json_names_both_stalls():
                 "consume_stall_at_s", "consume_stall_partition", "not_yet_consumed", "overdue", "lost", "final"):
         assert key in d
     assert "longest_stall_s" not in d and d["ok"] is True
+
+
+def test_tap_keeps_each_ack_with_its_partition_and_latency_until_taken():
+    ledger = CanaryLedger("c", 0.0, tap=[])
+    ledger.on_send(0, 1, 1.0)
+    ledger.on_send(1, 2, 1.5)
+    ledger.on_ack(0, 1.25)
+    assert ledger.take_tap() == [(1.25, 1, 0.25)]
+    assert ledger.take_tap() == []
+    assert ledger.waiting_since() == {2: 1.5}  # seq 1 still waits: a stall of partition 2 going on
+    untapped = CanaryLedger("c", 0.0)
+    _sent_and_acked(untapped, [0])
+    assert untapped.tap is None and untapped.take_tap() == []

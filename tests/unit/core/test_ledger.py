@@ -47,7 +47,7 @@ def _ledger() -> Ledger:
     return Ledger(records)
 
 
-NEW_KINDS = {"run", "cancel-requested", "mirror-step", "mirror-gate", "mirror-offsets"}  # added after the fixture's version (mirror-*: their own topic)
+NEW_KINDS = {"run", "cancel-requested", "mirror-step", "mirror-gate", "mirror-offsets", "throttle-auto"}  # added after the fixture's version (mirror-*: their own topic)
 
 
 def test_every_kind_is_in_the_fixture():
@@ -190,3 +190,16 @@ def test_live_runs_by_pid_here_and_by_heartbeat_elsewhere():
     cancel = make_record("p", "cancel-requested", "here/99", T, host="here", pid=99)
     assert decode(*encode(cancel)).kind == "cancel-requested"
     assert Ledger([cancel]).cancel_requests() == [cancel]
+
+
+def test_throttle_decisions_fold_in_order_for_one_migration_only():
+    d = dict(broker=4, at_s=1.0, old_rate=10, new_rate=20, moves=2, reason="x", mode="avoidance")
+    recs = [make_record("p1", "throttle-auto", "4", T, **d),
+            make_record("other", "throttle-auto", "4", T + 1, **{**d, "new_rate": 99}),
+            make_record("p2", "throttle-auto", "4", T + 2, **{**d, "new_rate": 40})]
+    ledger = Ledger(recs)
+    assert [v["new_rate"] for v in ledger.throttle_decisions(("p1", "p2"))] == [20, 40]
+    assert ledger.throttle_decisions("nobody") == []
+    # a written record reads back as itself
+    k, v = encode(recs[0])
+    assert decode(k, v).value["new_rate"] == 20 and decode(k, v).key == "p1/~throttle-auto/4"

@@ -98,3 +98,20 @@ def test_large_moves_start_where_the_most_bytes_wait():
     quiet = [_move("b", 0, (2,), (5,), size=300)]  # broker 2 -> 5 carries 300
     chosen = schedule(quiet + busy, [], caps)
     assert [m.topic for m in chosen] == ["a", "b"]  # both pairs busy at once, the busiest first
+
+
+def test_broker_limits_lower_one_brokers_cap_and_never_raise_it():
+    pending = [_move("t", p, current=(1,), target=(4,)) for p in range(6)] + \
+              [_move("u", p, current=(2,), target=(5,)) for p in range(6)]
+    caps = Caps(per_broker=3, broker_limits=((4, 1), (5, 9)))
+    load = broker_load(schedule(pending, [], caps))
+    assert load[4] == 1 and load[5] == 3  # 9 is above the operator's cap: 3
+    assert caps.limit(4) == 1 and caps.large_limit(4) == 1 and caps.limit(7) == 3
+    assert schedule(pending, [], Caps(per_broker=3)) == schedule(pending, [], Caps(per_broker=3, broker_limits=()))
+
+
+def test_broker_limits_count_moves_already_in_flight():
+    flying = [_move("t", 0, current=(1,), target=(4,))]
+    pending = [_move("t", p, current=(1,), target=(4,)) for p in range(1, 4)]
+    assert schedule(pending, flying, Caps(per_broker=5, broker_limits=((4, 1),))) == ()
+    assert len(schedule(pending, flying, Caps(per_broker=5, broker_limits=((4, 2),)))) == 1

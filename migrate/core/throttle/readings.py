@@ -1,0 +1,75 @@
+"""From what a ``kmigrate partitions`` run reads to what the controller takes (pure).
+
+* :func:`window_from_acks`: the canary's acks of one window (acked at, partition, latency), the
+  partitions' leaders and the sends still waiting for an ack -> a :class:`~.signals.LatencyWindow`
+  (a wait still going on counts as a stall of the partition's leader);
+* :func:`health_from_partitions`: the partitions the run describes anyway, those *not being moved*
+  -> the rails of :class:`~.signals.Health` (under min ISR; followers out of the ISR);
+* :func:`broker_limits`: the moves in flight the controller allows per broker, within the
+  operator's cap, as :attr:`migrate.core.partitions.scheduler.Caps.broker_limits`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from migrate.core.throttle.signals import Health, LatencyWindow
+
+
+def window_from_acks(at_s: float, acks: Iterable[tuple[float, int, float]], leaders: Mapping[int, int],
+                     waiting_since: Mapping[int, float] | None = None) -> LatencyWindow:
+    """The window ending at ``at_s``: ``acks`` as (acked at, canary partition, latency s), counted
+    for the partition's leader in ``leaders`` (partition -> broker; an unknown leader counts for
+    the cluster's p99 only, as broker -1); ``waiting_since`` (partition -> when its oldest
+    unacknowledged send left) makes a stall of ``at_s`` minus it for that leader.
+
+    >>> w = window_from_acks(10.0, [(9.0, 0, 0.01), (9.5, 1, 0.02)], {0: 1, 1: 2}, {1: 7.0})
+    >>> w.p99_s, dict(w.p99_by_broker), dict(w.stall_by_broker)
+    (0.02, {1: 0.01, 2: 0.02}, {2: 3.0})
+    """
+    pairs = [(leaders.get(p, -1), latency) for _at, p, latency in acks]
+    stalls: dict[int, float] = {}
+    for p, since in (waiting_since or {}).items():
+        b = leaders.get(p)
+        if b is not None and at_s - since > stalls.get(b, 0.0):
+            stalls[b] = round(at_s - since, 3)
+    w = LatencyWindow.from_acks(at_s, pairs, stalls)
+    if -1 in w.p99_by_broker:
+        w = LatencyWindow(w.at_s, w.p99_s, w.samples, {b: v for b, v in w.p99_by_broker.items() if b != -1},
+                          w.stall_by_broker)
+    return w
+
+
+def health_from_partitions(partitions: Iterable[tuple[str, int, tuple[int, ...], tuple[int, ...]]],
+                           min_isr: Mapping[str, int], moving: Iterable[tuple[str, int]]) -> Health:
+    """The rails from (topic, partition, replicas, isr) of partitions read now: those not in
+    ``moving`` with fewer in-sync replicas than their topic's ``min.insync.replicas`` (at most their
+    replica count) are under min ISR; those with a replica out of the ISR otherwise are lagging.
+
+    >>> h = health_from_partitions([("t", 0, (1, 2, 3), (1,)), ("t", 1, (1, 2, 3), (1, 2)),
+    ...                             ("t", 2, (1, 2, 3), (1,))], {"t": 2}, [("t", 2)])
+    >>> h.under_min_isr, h.lagging
+    (('t-0',), ('t-1',))
+    """
+    skip = set(moving)
+    under: list[str] = []
+    lagging: list[str] = []
+    for topic, partition, replicas, isr in partitions:
+        if (topic, partition) in skip or not replicas:
+            continue
+        need = min(min_isr.get(topic, 1), len(replicas))
+        if len(isr) < need:
+            under.append(f"{topic}-{partition}")
+        elif set(replicas) - set(isr):
+            lagging.append(f"{topic}-{partition}")
+    return Health(under_min_isr=tuple(sorted(under)), lagging=tuple(sorted(lagging)))
+
+
+def broker_limits(moves: Mapping[int, int], per_broker: int) -> tuple[tuple[int, int], ...]:
+    """(broker, moves in flight allowed) for every broker the controller steers, never above the
+    operator's ``per_broker`` cap, at least 1.
+
+    >>> broker_limits({5: 2, 4: 9}, 5)
+    ((4, 5), (5, 2))
+    """
+    return tuple((b, max(1, min(per_broker, n))) for b, n in sorted(moves.items()))

@@ -1,0 +1,31 @@
+"""From what a partitions run reads to the controller's inputs (core/throttle/readings.py)."""
+
+from migrate.core.throttle.readings import broker_limits, health_from_partitions, window_from_acks
+
+
+def test_window_counts_acks_for_their_leaders_and_a_wait_going_on_as_a_stall():
+    acks = [(9.0, 0, 0.010), (9.1, 0, 0.012), (9.2, 1, 0.300), (9.3, 7, 0.050)]  # partition 7: leader unknown
+    w = window_from_acks(10.0, acks, {0: 1, 1: 2}, {0: 9.9, 1: 8.0})
+    assert w.samples == 4 and w.p99_s == 0.3
+    assert dict(w.p99_by_broker) == {1: 0.012, 2: 0.3}
+    assert dict(w.stall_by_broker) == {1: 0.1, 2: 2.0}
+    assert w.worst_for(2) == (2.0, "stall on broker 2's partitions")
+
+
+def test_window_without_acks_is_no_signal():
+    w = window_from_acks(10.0, [], {0: 1})
+    assert not w.has_signal
+
+
+def test_health_skips_partitions_being_moved_and_caps_min_isr_at_the_replicas():
+    parts = [("a", 0, (1, 2, 3), (1,)),        # under min ISR 2
+             ("a", 1, (1, 2, 3), (1, 2)),      # lagging
+             ("a", 2, (1, 2, 3), (1,)),        # moving: not counted
+             ("b", 0, (1,), (1,)),             # min ISR 2 on one replica: counts as 1
+             ("b", 1, (), ())]
+    h = health_from_partitions(parts, {"a": 2, "b": 2}, {("a", 2)})
+    assert h.under_min_isr == ("a-0",) and h.lagging == ("a-1",)
+
+
+def test_broker_limits_within_the_operators_cap():
+    assert broker_limits({4: 1, 5: 12, 6: 0}, 5) == ((4, 1), (5, 5), (6, 1))
