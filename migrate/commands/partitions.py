@@ -25,6 +25,7 @@ from migrate.commands.settings import DEFAULT_THROTTLE, Inputs, resolve
 from migrate.core.ledger import DEFAULT_TOPIC
 from migrate.core.partitions.mapping import compile_topic_filter
 from migrate.core.partitions.scheduler import DEFAULT_MAX_MOVES_PER_BROKER
+from migrate.core.throttle.options import auto_throttle
 from migrate.core.units import parse_duration
 from migrate.errors import BadInput
 from migrate.runner import events as ev
@@ -49,7 +50,7 @@ def zookeeper_of(inputs: Inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file,
 def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, throttle, topics, exclude, resume,
                   on_stall, stall_timeout, poll_interval, max_moves_per_broker, max_moves_cluster, dry_run, force,
                   bookkeeping_topic, command="kmigrate partitions", zookeeper=None, zk_auth=None, zk_auth_file=None,
-                  zk_jaas_file=None, zk_client_config_file=None, ignore_hidden_broker_rates=False):
+                  zk_jaas_file=None, zk_client_config_file=None, ignore_hidden_broker_rates=False, latency_budget=None):
     """Options (and playbook / plan) -> :class:`~migrate.runner.partitions.run.PartitionsRequest`. BadInput on any problem."""
     from migrate.runner.partitions.run import PartitionsRequest
 
@@ -57,16 +58,20 @@ def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, 
         raise BadInput(f"--on-stall {on_stall!r}: choose report or cancel")
     include_re, exclude_re = compile_topic_filter(topics, exclude)
     inputs = Inputs.load(playbook, plan)
+    mig = inputs.playbook.migration if inputs.playbook is not None else None
+    auto = auto_throttle(throttle, latency_budget, "auto" if mig is not None and mig.throttle_auto else None,
+                         mig.latency_budget if mig is not None else None)
     client = inputs.client(bootstrap_server, command_config)
     zk, auth = zookeeper_of(inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file, zk_client_config_file)
-    settings = resolve(inputs, mapping=mapping, throttle=throttle, bookkeeping_topic=bookkeeping_topic,
+    settings = resolve(inputs, mapping=mapping, throttle=None if auto is not None else throttle,
+                       bookkeeping_topic=bookkeeping_topic,
                        max_moves_per_broker=max_moves_per_broker, max_moves_cluster=max_moves_cluster,
                        run=True, force=force)
     return PartitionsRequest(
         client=client,
         mapping=settings.mapping,
         plan_id=settings.plan_id,
-        throttle_bytes_per_s=settings.throttle_bytes_per_s,
+        throttle_bytes_per_s=settings.throttle_bytes_per_s if auto is None else auto.settings.start_rate,
         bookkeeping_topic=settings.bookkeeping_topic,
         caps=settings.caps,
         keep=settings.keep,
@@ -83,6 +88,7 @@ def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, 
         zookeeper=zk,
         zk_auth=auth,
         ignore_hidden_rates=ignore_hidden_broker_rates,
+        auto=auto,
     )
 
 
@@ -205,6 +211,8 @@ class TextRenderer:
             self._print(f"warning: {e.message}", style="yellow")
         elif isinstance(e, ev.BookkeepingCreated):
             self._print(f"created the bookkeeping topic {e.topic} on brokers {e.replicas}")
+        elif isinstance(e, (ev.ThrottleBaseline, ev.ThrottleAuto)):
+            self._print(e.message)
         elif isinstance(e, ev.ThrottleSet):
             self._print(f"throttle {_bytes(e.rate_bytes_per_s)}/s set on brokers {e.brokers}")
         elif isinstance(e, ev.ThrottleAdopted):
@@ -257,7 +265,8 @@ def partitions(
     mapping: Optional[str] = typer.Option(None, "--mapping", help="Old:new broker ids, e.g. 1:4,2:5,3:6."),
     playbook: Optional[Path] = PLAYBOOK_OPTION,
     plan: Optional[Path] = PLAN_OPTION,
-    throttle: Optional[str] = typer.Option(None, "--throttle", help=f"Replication throttle per broker, leader and follower side (default: plan, playbook, else {DEFAULT_THROTTLE}); at least 1MB/s."),
+    throttle: Optional[str] = typer.Option(None, "--throttle", help=f"Replication throttle per broker, leader and follower side (default: plan, playbook, else {DEFAULT_THROTTLE}); at least 1MB/s. auto: steered per broker by an acks=all canary's p99 (needs --latency-budget)."),
+    latency_budget: Optional[str] = typer.Option(None, "--latency-budget", help="With --throttle auto: how far the canary's acks=all p99 may rise above its p99 at rest before the first move (e.g. 50ms, 0.2s)."),
     topics: Optional[str] = typer.Option(None, "--topics", help="Only topics matching this regular expression (in full)."),
     exclude: Optional[str] = typer.Option(None, "--exclude", help="Leave out topics matching this regular expression (in full)."),
     resume: bool = typer.Option(False, "--resume", help="Continue a migration (a plain rerun does the same: adopts moves in flight, clears stale throttles)."),
@@ -308,6 +317,7 @@ def partitions(
         dry_run=dry_run, force=force, bookkeeping_topic=bookkeeping_topic, command=rerun_command(sys.argv[1:]),
         zookeeper=zookeeper, zk_auth=zk_auth, zk_auth_file=zk_auth_file, zk_jaas_file=zk_jaas_file,
         zk_client_config_file=zk_client_config_file, ignore_hidden_broker_rates=ignore_hidden_broker_rates,
+        latency_budget=latency_budget,
     )
     try:
         run_partitions(request, render)

@@ -118,6 +118,8 @@ class MigrationSettings:
     max_partition_moves_per_broker: int = DEFAULT_MAX_PARTITION_MOVES_PER_BROKER
     max_partition_moves_cluster: int | None = None
     rack_separator: str = DEFAULT_RACK_SEPARATOR
+    throttle_auto: bool = False  # migration.throttle: auto (the adaptive throttle; needs latency_budget)
+    latency_budget: str | None = None  # migration.latency_budget, e.g. "50ms" (checked with --throttle auto)
 
 
 DEFAULT_CONTROLLER_LISTENER = "CONTROLLER"
@@ -392,11 +394,15 @@ def _build(doc: dict[str, Any], where: str) -> Playbook:
 
     m = doc.get("migration") or {}
     throttle_raw = m.get("throttle", DEFAULT_THROTTLE_BYTES_PER_S)
+    throttle_auto = isinstance(throttle_raw, str) and throttle_raw.strip().lower() == "auto"
     try:
-        throttle = parse_rate(throttle_raw)
+        throttle = DEFAULT_THROTTLE_BYTES_PER_S if throttle_auto else parse_rate(throttle_raw)
     except BadInput as exc:
         raise _fail(where, "migration.throttle", exc.message) from None
+    budget_raw = m.get("latency_budget")
     migration = MigrationSettings(
+        throttle_auto=throttle_auto,
+        latency_budget=None if budget_raw is None else str(budget_raw),
         throttle_bytes_per_s=throttle,
         bookkeeping_topic=m.get("bookkeeping_topic", DEFAULT_TOPIC),
         max_partition_moves_per_broker=m.get("max_partition_moves_per_broker", DEFAULT_MAX_PARTITION_MOVES_PER_BROKER),

@@ -376,11 +376,39 @@ class CancelDryRun(Event):
     dry_run: bool = True
 
 
+@_kind("throttle-baseline")
+class ThrottleBaseline(Event):
+    """``--throttle auto``: the canary's acks=all p99 at rest, before the first move, and the limit it makes."""
+
+    topic: str
+    samples: int
+    p99_ms: float
+    budget_ms: float
+    limit_ms: float
+    resumed: int  # brokers taken up at the rate a previous run recorded
+    message: str
+
+
+@_kind("throttle-auto")
+class ThrottleAuto(Event):
+    """``--throttle auto``: a broker's rate in force or moves in flight changed (recorded first), and why."""
+
+    broker: int
+    old_rate_bytes_per_s: int
+    new_rate_bytes_per_s: int
+    moves: int
+    reason: str
+    mode: str
+    p99_ms: float | None
+    limit_ms: float
+    message: str
+
+
 PARTITION_EVENTS: tuple[type[Event], ...] = (
     WarningEvent, Start, WouldMove, WouldRecord, ForeignPlan, BookkeepingCreated, Resume, ThrottleSet, ThrottleAdopted,
     ThrottleCleared, TopicGone, PartitionDone, PartitionCancelled, ForeignFinished, WaitingForeign, Held, IsrShort,
     Stall, StallOver, StallCancelled, Adopted, Submitted, TopicCancelled, TopicDone, LeadersNotPreferred, Progress,
     Discovered, Aborted, RunDone, LeftAlone, Cancelled, CancelDone, CancelDryRun, ThrottlesAdopted, ThrottlesRemoved,
-    RunStarted, Stopped,
+    RunStarted, Stopped, ThrottleBaseline, ThrottleAuto,
 )
 """Every event ``kmigrate partitions`` emits, in about the order a run emits them."""

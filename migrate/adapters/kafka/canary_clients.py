@@ -49,6 +49,17 @@ def ensure_topic(settings: ClientSettings, topic: str, replication_factor: int, 
         on_timeout=late)[topic]
 
 
+def delete_topic(settings: ClientSettings, topic: str, timeout_s: float = 30) -> None:
+    """Delete a canary topic (absent already: nothing to do)."""
+    admin = AdminClient(settings.confluent(logger=LIBRDKAFKA_LOG))
+    try:
+        admin.delete_topics([topic], operation_timeout=timeout_s)[topic].result(timeout_s)
+    except KafkaException as exc:
+        if exc.args and getattr(exc.args[0], "code", lambda: None)() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return
+        raise ClientError(str(exc)) from None
+
+
 class CanaryConsumer:
     """A consumer of the canary topic with explicit positions; its group's offsets are committed only by
     :meth:`commit` (a canary that moves to another cluster, whose group offsets are translated there)."""

@@ -57,7 +57,8 @@ class Preparation:
             run.lease.refuse_overlap(ledger)
         self._read_ledger(ledger)
         all_topics = run.admin.describe(None)
-        all_topics.pop(rq.bookkeeping_topic, None)
+        for own in rq.not_moved():
+            all_topics.pop(own, None)
         if rq.include is not None and not select_topics(all_topics, rq.include, None):
             raise BadInput(f"--topics {rq.include.pattern!r} matches no topic of the cluster: check the expression")
         selected = select_topics(all_topics, rq.include, rq.exclude)
@@ -260,7 +261,8 @@ class Preparation:
         ledger = run.book.read()
         run.recorded |= set(ledger.moved(run.migration))
         all_topics = run.admin.describe(None)
-        all_topics.pop(rq.bookkeeping_topic, None)
+        for own in rq.not_moved():
+            all_topics.pop(own, None)
         fresh = [t for t in select_topics(all_topics, rq.include, rq.exclude)
                  if t not in run.recorded and (t not in run.topics or run.topics[t].phase == TopicPhase.gone)]
         fresh = [t for t in fresh if t not in run.topics]

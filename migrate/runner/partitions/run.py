@@ -98,6 +98,7 @@ class PartitionMover:
         self.observation = Observation(self.state)
         self.submission = Submission(self.state)
         self.completion = Completion(self.state)
+        self.auto = None  # AutoRunner with --throttle auto, once begun
 
     # ------------------------------------------------------------------ public
     def run(self) -> dict[str, Any]:
@@ -113,6 +114,11 @@ class PartitionMover:
             if run.rq.dry_run:
                 return self._summary(dry_run=True)
             self.preparation.start(ledger)
+            if run.rq.auto is not None:
+                from migrate.runner.throttle.auto import AutoRunner
+
+                self.auto = AutoRunner(run, run.rq.auto)
+                self.auto.begin(run.book.read())
             while True:
                 self._loop()
                 if run.halted or not self.preparation.discover():
@@ -125,6 +131,8 @@ class PartitionMover:
                 raise interrupted(exc, message or "nothing was changed") from None
             raise
         finally:
+            if self.auto is not None:
+                self.auto.close()
             run.lease.beat("ended")
             run.book.close()
             run.admin.close()
@@ -158,6 +166,8 @@ class PartitionMover:
             self.observation.check_foreign(flights, described)
             self.observation.measure(now)
             self.observation.check_isr(described)
+            if self.auto is not None:
+                self.auto.tick(now, described)
             # slots freed by finished partitions are filled first; finishing topics (election,
             # throttle removal, bookkeeping write) happens while the new moves copy
             self.submission.submit(flights, described)

@@ -21,6 +21,7 @@ from migrate.core.partitions.moves import PartitionMove, ReplicaKey
 from migrate.core.partitions.phases import DEFAULT_POLL_INTERVAL_S, Rate, ReplicaProgress, TopicPhase
 from migrate.core.partitions.scheduler import SMALL_MOVE_SECONDS, Caps
 from migrate.core.partitions.tasks import Key, PartitionTasks
+from migrate.core.throttle.options import AutoThrottle
 from migrate.runner.events import Emit
 from migrate.runner.partitions.lease import RunLease
 from migrate.runner.partitions.throttles import Throttles
@@ -51,6 +52,11 @@ class PartitionsRequest:
     zookeeper: str | None = None  # connect string (chroot included): broker rates Kafka before 2.8 hides
     zk_auth: tuple = ()  # its login (parse_auth)
     ignore_hidden_rates: bool = False  # go on without ZooKeeper on brokers before 2.8
+    auto: AutoThrottle | None = None  # --throttle auto: rates and moves steered by the canary's latency
+
+    def not_moved(self) -> tuple[str, ...]:
+        """kmigrate's own topics a run never moves: the bookkeeping topic, the auto throttle's canary."""
+        return (self.bookkeeping_topic,) + ((self.auto.canary_topic,) if self.auto is not None else ())
 
 
 @dataclass
@@ -113,7 +119,7 @@ class RunState:
         self.admin = admin or ReassignmentAdmin(request.client)
         self.book = BookkeepingTopic(request.client, request.bookkeeping_topic)
         self.throttles = Throttles(self.admin, self.book, request.plan_id, request.throttle_bytes_per_s, emit,
-                                   request.caps.throttle_chars)
+                                   request.caps.throttle_chars, auto=request.auto is not None)
         self.lease = RunLease(self.book, request.plan_id, request.command, emit, clock)
         self.topics: dict[str, TopicRun] = {}
         self.tasks = PartitionTasks()

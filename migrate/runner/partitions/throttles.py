@@ -76,13 +76,17 @@ class Throttles:
     (:attr:`ours`)."""
 
     def __init__(self, admin: ReassignmentAdmin, book: BookkeepingTopic, plan_id: str, rate: int, emit: Emit,
-                 max_chars: int = MAX_THROTTLE_CONFIG_CHARS):
+                 max_chars: int = MAX_THROTTLE_CONFIG_CHARS, auto: bool = False):
         self.admin = admin
         self.book = book
         self.plan_id = plan_id
         self.rate = str(rate)
         self.emit = emit
         self.max_chars = max_chars
+        # --throttle auto: each broker's rate changes during the run (set_rates); a resumed run adopts
+        # the rate an earlier run recorded whatever it is, and rates[b] is then the rate in force
+        self.auto = auto
+        self.rates: dict[int, str] = {}  # broker -> its own rate (auto), else self.rate
         self.brokers: set[int] = set()  # brokers whose rates this run set
         # (broker, config) -> the value this run put back when it removed an earlier run's rate: the prior
         # of its own rate there. A ZooKeeper-mode broker answers DescribeConfigs from a cache that a
@@ -112,7 +116,7 @@ class Throttles:
             (lambda: self.admin.broker_dynamic_configs(todo, BROKER_THROTTLE_CONFIGS)) if todo else None,
         )
         out = [make_record(self.plan_id, "throttle-broker", f"{b}/{cfg}", now_s(), broker=b, config=cfg,
-                           value=self.rate, prior=self.restored[(b, cfg)] if (b, cfg) in self.restored
+                           value=self.rate_of(b), prior=self.restored[(b, cfg)] if (b, cfg) in self.restored
                            else (rates_now or {}).get(b, {}).get(cfg))
                for b in todo for cfg in BROKER_THROTTLE_CONFIGS]
         out.extend(records)
@@ -120,7 +124,7 @@ class Throttles:
         self.book.append(out)
         _, failed = together(
             (lambda: self.admin.alter_topic_configs(ops)) if ops else None,
-            (lambda: self.admin.set_brokers_configs({b: {cfg: self.rate for cfg in BROKER_THROTTLE_CONFIGS}
+            (lambda: self.admin.set_brokers_configs({b: {cfg: self.rate_of(b) for cfg in BROKER_THROTTLE_CONFIGS}
                                                      for b in todo})) if todo else None,
         )
         for (t, cfg), (_wanted, _adds, drops) in changes.items():
@@ -132,7 +136,43 @@ class Throttles:
             for b, why in sorted(failed.items()):  # retried on the next moves that need it
                 self.emit(WarningEvent(message=f"cannot set the throttle on broker {b}: {why}"))
             self.brokers.update(b for b in todo if b not in failed)
-            self.emit(ThrottleSet(brokers=[b for b in todo if b not in failed], rate_bytes_per_s=int(self.rate)))
+            done = [b for b in todo if b not in failed]
+            if not self.rates:
+                self.emit(ThrottleSet(brokers=done, rate_bytes_per_s=int(self.rate)))
+            for rate in sorted({self.rate_of(b) for b in done}, key=int) if self.rates else ():
+                self.emit(ThrottleSet(brokers=[b for b in done if self.rate_of(b) == rate], rate_bytes_per_s=int(rate)))
+
+    def rate_of(self, broker: int) -> str:
+        """The rate ``broker`` is (or will be) set to: its own under ``--throttle auto``, else the run's."""
+        return self.rates.get(broker, self.rate)
+
+    def set_rates(self, rates: Mapping[int, int], records: Iterable[Record] = ()) -> dict[int, str]:
+        """``--throttle auto``: change the rate of brokers during the run. ``records`` (the decisions)
+        and a ``throttle-broker`` record per config (the new value; the fold keeps the first prior,
+        so the end of the run still restores what was there before kmigrate) are written first,
+        then the brokers this run throttles already are changed; the others take their rate when
+        :meth:`sync` first sets them. Returns the brokers that refused (id -> why), kept at their old rate."""
+        before = {b: self.rate_of(b) for b in rates}
+        changed = {b: str(int(r)) for b, r in rates.items() if self.rate_of(b) != str(int(r)) or b not in self.brokers}
+        self.rates.update({b: str(int(r)) for b, r in rates.items()})
+        live = sorted(b for b in changed if b in self.brokers)
+        out = list(records)
+        out += [make_record(self.plan_id, "throttle-broker", f"{b}/{cfg}", now_s(), broker=b, config=cfg,
+                            value=changed[b], prior=None)
+                for b in live for cfg in BROKER_THROTTLE_CONFIGS]
+        if out:
+            self.book.append(out)
+        if not live:
+            return {}
+        failed = self.admin.set_brokers_configs({b: {cfg: changed[b] for cfg in BROKER_THROTTLE_CONFIGS} for b in live})
+        for b, why in sorted(failed.items()):
+            self.emit(WarningEvent(message=f"cannot change the throttle of broker {b}: {why}"))
+            self.rates[b] = before[b]
+        if failed:  # the config still holds the old rate: recorded so, it is still removed at the end
+            self.book.append([make_record(self.plan_id, "throttle-broker", f"{b}/{cfg}", now_s(), broker=b, config=cfg,
+                                          value=before[b], prior=None)
+                              for b in sorted(failed) for cfg in BROKER_THROTTLE_CONFIGS])
+        return dict(failed)
 
     def _changes(self, wanted_by_topic: Mapping[str, list[PartitionMove]]
                  ) -> dict[tuple[str, str], tuple[set[str], set[str], set[str]]]:
@@ -222,9 +262,11 @@ def _clear_broker_rates(admin: ReassignmentAdmin, ledger: Ledger, plan_id: str, 
         now = current[b].get(cfg)
         if now is None and b in admin.hidden_rates and admin.read_hidden_rates is None:
             now = rec["value"]  # hidden and not read (--ignore-hidden-broker-rates): taken as kmigrate's still
-        if adopt is not None and now == rec["value"] == adopt.rate:
-            if all(current[b].get(c) == adopt.rate and (b, c) in brokers for c in BROKER_THROTTLE_CONFIGS):
+        if adopt is not None and now == rec["value"] and (adopt.auto or now == adopt.rate):
+            if all(current[b].get(c) == now and (b, c) in brokers for c in BROKER_THROTTLE_CONFIGS):
                 adopt.brokers.add(b)
+                if adopt.auto:
+                    adopt.rates[b] = now
             emit(ThrottleAdopted(scope="broker", broker=b, config=cfg))
             continue
         action, restore = broker_rate_removal(now, rec["value"], rec["prior"])

@@ -1,0 +1,52 @@
+"""What ``kmigrate partitions --throttle auto --latency-budget 50ms`` asks for, as one value (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from migrate.core.throttle.law import Settings
+from migrate.core.throttle.signals import Budget, parse_budget
+from migrate.errors import BadInput
+
+AUTO = "auto"
+CANARY_TOPIC = "kmigrate-autothrottle-canary"
+"""The in-process canary's topic: never moved by the run, deleted at its end."""
+
+
+@dataclass(frozen=True)
+class AutoThrottle:
+    """The budget, the law's settings and how the runner measures: ``baseline_s`` of canary at rest
+    before the first move, a latency window every ``window_s``, the canary writing
+    ``canary_rate_per_s`` acks=all records to ``canary_topic``."""
+
+    budget: Budget
+    settings: Settings = field(default_factory=Settings)
+    baseline_s: float = 15.0
+    window_s: float = 5.0
+    canary_rate_per_s: float = 50.0
+    canary_topic: str = CANARY_TOPIC
+
+
+def auto_throttle(throttle: str | None, latency_budget: str | None, playbook_throttle: str | None = None,
+                  playbook_budget: str | None = None) -> AutoThrottle | None:
+    """``--throttle`` / ``--latency-budget`` (else the playbook's ``migration.throttle`` and
+    ``migration.latency_budget``) -> :class:`AutoThrottle`, or ``None`` for a fixed throttle.
+    One-line BadInput: a budget without auto, auto without a budget, a bad budget.
+
+    >>> auto_throttle("auto", "50ms").budget.seconds, auto_throttle("10MB/s", None)
+    (0.05, None)
+    """
+    flag_auto = throttle is not None and str(throttle).strip().lower() == AUTO
+    auto = flag_auto or (throttle is None and playbook_throttle is not None
+                         and str(playbook_throttle).strip().lower() == AUTO)
+    budget = latency_budget if latency_budget is not None else playbook_budget
+    if not auto:
+        if latency_budget is not None:
+            raise BadInput("--latency-budget needs --throttle auto (a fixed --throttle does not steer on latency)")
+        if throttle is None and playbook_budget is not None:
+            raise BadInput("migration.latency_budget needs migration.throttle: auto (or --throttle auto)")
+        return None
+    if budget is None:
+        raise BadInput("--throttle auto needs --latency-budget (e.g. 50ms): how far the clients' p99 may rise "
+                       "above the p99 at rest")
+    return AutoThrottle(parse_budget(budget))

@@ -1,0 +1,168 @@
+"""``kmigrate partitions --throttle auto``: the in-process canary, the latency windows, the controller's
+decisions applied to the run (rates changed mid-run, moves in flight capped per broker).
+
+How one run drives it (:class:`AutoRunner`, called from :mod:`migrate.runner.partitions.run`):
+
+1. :meth:`AutoRunner.begin`, after the bookkeeping topic and the stale throttles are dealt with and
+   before the first move: the canary starts on its own topic (acks=all, one partition led by each
+   live broker, so the brokers being emptied and filled lead some), runs ``baseline_s`` at rest,
+   and its p99 is the baseline; the controller starts (or, with ``throttle-auto`` records of this
+   migration in the bookkeeping topic, resumes at the last rate recorded per broker) and takes its
+   first step;
+2. :meth:`AutoRunner.tick`, on every look of the loop: every ``window_s``, the acks since the last
+   window (per canary partition leader, a wait going on as a stall) and the rails (partitions of the
+   run's topics *not being moved* under min ISR, or with a follower out of the ISR) go to
+   :meth:`Controller.step` for the brokers taking part (those of the moves not finished);
+3. each decision: the ``throttle-auto`` record and the ``throttle-broker`` records of the new rate
+   are written first, then the rate is set (:meth:`Throttles.set_rates`), the broker's moves in
+   flight capped (:attr:`Caps.broker_limits`), a ``throttle-auto`` event emitted;
+4. :meth:`AutoRunner.close` on every exit: the canary stops and its topic is deleted. The rates go
+   with kmigrate's other throttles (removed at the end; kept, recorded, for moves still in flight).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from migrate.adapters.kafka.canary_clients import delete_topic
+from migrate.core.ledger import Ledger, make_record
+from migrate.core.partitions.tasks import PartitionState
+from migrate.core.throttle.controller import Controller
+from migrate.core.throttle.decisions import Decision
+from migrate.core.throttle.options import AutoThrottle
+from migrate.core.throttle.readings import broker_limits, health_from_partitions, window_from_acks
+from migrate.core.throttle.signals import Baseline, LatencyWindow, ms
+from migrate.core.units import format_rate
+from migrate.runner.canary import Canary
+from migrate.runner.events import ThrottleAuto, ThrottleBaseline, WarningEvent
+from migrate.runner.partitions.state import RunState
+from migrate.runner.partitions.throttles import now_s
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000.0, 1)
+
+
+class AutoRunner:
+    """The adaptive throttle of one run (see the module docstring)."""
+
+    def __init__(self, run: RunState, auto: AutoThrottle):
+        self.run = run
+        self.auto = auto
+        self.canary: Canary | None = None
+        self.controller: Controller | None = None
+        self.last_window_s = 0.0
+        self.leaders: dict[int, int] = {}
+
+    # ------------------------------------------------------------------ begin
+    def begin(self, ledger: Ledger) -> None:
+        run, auto = self.run, self.auto
+        self.canary = Canary(run.rq.client, topic=auto.canary_topic, rate_per_s=auto.canary_rate_per_s,
+                             replication_factor=3, min_insync_replicas=2)
+        self.canary.start()
+        assert self.canary.ledger is not None
+        with self.canary._lock:
+            self.canary.ledger.tap = []
+        run.clock.sleep(auto.baseline_s)
+        acks = self._take()
+        now = run.clock.now()
+        baseline = Baseline.from_latencies([latency for _at, _p, latency in acks], at_s=now)
+        recorded = ledger.throttle_decisions(run.migration)
+        if recorded:
+            self.controller = Controller.resume(auto.settings, baseline, auto.budget, now, recorded)
+        else:
+            self.controller = Controller(auto.settings, baseline, auto.budget, now)
+        c = self.controller
+        run.emit(ThrottleBaseline(
+            topic=auto.canary_topic, samples=baseline.samples, p99_ms=_ms(baseline.p99_s),
+            budget_ms=_ms(auto.budget.seconds), limit_ms=_ms(c.limit_s), resumed=len(c.states),
+            message=(f"auto throttle: the canary's p99 at rest is {ms(baseline.p99_s)} ({baseline.samples} acks in "
+                     f"{auto.baseline_s:.0f} s); budget {ms(auto.budget.seconds)}: the rates rise while the p99 stays "
+                     f"within {ms(c.limit_s)}" + (f"; {len(c.states)} broker(s) resume at their last recorded rate"
+                                                  if c.states else ""))))
+        self.last_window_s = now
+        self._refresh_leaders()
+        self._apply(c.step(now, None, self._health({}), self._brokers()))
+
+    # ------------------------------------------------------------------- tick
+    def tick(self, now: float, described) -> None:
+        """One look of the loop: a step of the controller every ``window_s``."""
+        if self.controller is None or now - self.last_window_s < self.auto.window_s:
+            return
+        self.last_window_s = now
+        acks = self._take()
+        assert self.canary is not None and self.canary.ledger is not None
+        with self.canary._lock:
+            waiting = self.canary.ledger.waiting_since()
+        mono_now = time.monotonic()  # the canary's clock
+        window = window_from_acks(mono_now, acks, self.leaders, waiting)
+        window = LatencyWindow(now, window.p99_s, window.samples, window.p99_by_broker, window.stall_by_broker)
+        self._refresh_leaders()
+        self._apply(self.controller.step(now, window, self._health(described), self._brokers()))
+
+    # ------------------------------------------------------------------ close
+    def close(self) -> None:
+        """Stop the canary and delete its topic (never raises: the run's own exit comes first)."""
+        if self.canary is None or self.canary.ledger is None:
+            return
+        try:
+            self.canary.stop(drain_timeout_s=10)
+        except Exception as exc:  # noqa: BLE001 - reported, the run goes on to its end
+            self.run.emit(WarningEvent(message=f"auto throttle: stopping the canary failed: {exc}"))
+        try:
+            delete_topic(self.run.rq.client, self.auto.canary_topic)
+        except Exception as exc:  # noqa: BLE001
+            self.run.emit(WarningEvent(message=f"auto throttle: the canary topic {self.auto.canary_topic} "
+                                               f"was not deleted ({exc}): delete it by hand"))
+        self.canary = None
+
+    # ---------------------------------------------------------------- helpers
+    def _take(self) -> list[tuple[float, int, float]]:
+        assert self.canary is not None and self.canary.ledger is not None
+        with self.canary._lock:
+            return self.canary.ledger.take_tap()
+
+    def _refresh_leaders(self) -> None:
+        try:
+            described, _ = self.run.admin.describe_and_brokers([self.auto.canary_topic])
+        except Exception:  # noqa: BLE001 - the last leaders known stay
+            return
+        topic = described.get(self.auto.canary_topic)
+        if topic is not None:
+            self.leaders = {p.partition: p.leader for p in topic.partitions if p.leader is not None}
+
+    def _brokers(self) -> list[int]:
+        """Brokers taking part: those carrying the copy of a move not finished (in flight or to come)."""
+        run = self.run
+        out: set[int] = set()
+        for state in (PartitionState.moving, PartitionState.pending):
+            for task in run.tasks.in_state(state):
+                out.update((task.flight or task.move).brokers)
+        return sorted(out)
+
+    def _health(self, described):
+        run = self.run
+        moving = {m.key for m in run.tasks.flying()}
+        parts = [(t.name, p.partition, tuple(p.replicas), tuple(p.isr))
+                 for t in described.values() for p in t.partitions]
+        return health_from_partitions(parts, run.view.min_isr, moving)
+
+    def _apply(self, decisions: list[Decision]) -> None:
+        """Record each decision, then change the rates, then cap the moves; emit each one."""
+        if not decisions:
+            return
+        run = self.run
+        records = [make_record(run.rq.plan_id, "throttle-auto", str(d.broker), now_s(), **d.to_dict())
+                   for d in decisions]
+        run.throttles.set_rates({d.broker: d.new_rate for d in decisions}, records)
+        assert self.controller is not None
+        run.rq = replace(run.rq, caps=replace(run.rq.caps, broker_limits=broker_limits(
+            self.controller.moves(), run.rq.caps.per_broker)))
+        for d in decisions:
+            change = (f"{format_rate(d.old_rate)} -> {format_rate(d.new_rate)}" if d.rate_changed
+                      else f"{format_rate(d.new_rate)}")
+            run.emit(ThrottleAuto(
+                broker=d.broker, old_rate_bytes_per_s=d.old_rate, new_rate_bytes_per_s=d.new_rate, moves=d.moves,
+                reason=d.reason, mode=d.mode, p99_ms=_ms(d.p99_s), limit_ms=_ms(d.limit_s) or 0.0,
+                message=f"auto throttle: broker {d.broker} {change}, {d.moves} move(s) at once: {d.reason}"))
