@@ -8,6 +8,7 @@ builds the request, renders events (rich progress for people, one JSON event per
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ from migrate.commands.settings import DEFAULT_THROTTLE, Inputs, resolve
 from migrate.core.ledger import DEFAULT_TOPIC
 from migrate.core.partitions.mapping import compile_topic_filter
 from migrate.core.partitions.scheduler import DEFAULT_MAX_MOVES_PER_BROKER
-from migrate.core.throttle.options import auto_throttle
+from migrate.core.throttle.options import TUNING_ENV, auto_throttle, tuned
 from migrate.core.units import parse_duration
 from migrate.errors import BadInput
 from migrate.runner import events as ev
@@ -61,6 +62,8 @@ def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, 
     mig = inputs.playbook.migration if inputs.playbook is not None else None
     auto = auto_throttle(throttle, latency_budget, "auto" if mig is not None and mig.throttle_auto else None,
                          mig.latency_budget if mig is not None else None)
+    if auto is not None:
+        auto = tuned(auto, os.environ.get(TUNING_ENV))
     client = inputs.client(bootstrap_server, command_config)
     zk, auth = zookeeper_of(inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file, zk_client_config_file)
     settings = resolve(inputs, mapping=mapping, throttle=None if auto is not None else throttle,

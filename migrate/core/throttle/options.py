@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, fields, replace
 
 from migrate.core.throttle.law import Settings
 from migrate.core.throttle.signals import Budget, parse_budget
@@ -50,3 +51,30 @@ def auto_throttle(throttle: str | None, latency_budget: str | None, playbook_thr
         raise BadInput("--throttle auto needs --latency-budget (e.g. 50ms): how far the clients' p99 may rise "
                        "above the p99 at rest")
     return AutoThrottle(parse_budget(budget))
+
+
+TUNING_ENV = "KMIGRATE_AUTO_THROTTLE"
+"""Testing hook: a JSON object of :class:`AutoThrottle` fields (``baseline_s``, ``window_s``...) and
+:class:`~migrate.core.throttle.law.Settings` fields (``start_rate``, ``interval_s``...), so a test
+sees the law act within seconds on a few MB. Not an operator's setting."""
+
+
+def tuned(auto: AutoThrottle, text: str | None) -> AutoThrottle:
+    """``auto`` with the fields ``text`` (:data:`TUNING_ENV`'s JSON) sets; BadInput on a field it does not have.
+
+    >>> tuned(AutoThrottle(Budget(0.05)), '{"window_s": 2, "start_rate": 2000000}').settings.start_rate
+    2000000
+    """
+    if not text:
+        return auto
+    try:
+        values = json.loads(text)
+    except ValueError:
+        raise BadInput(f"{TUNING_ENV} is not a JSON object") from None
+    own = {f.name for f in fields(AutoThrottle)} - {"budget", "settings"}
+    law = {f.name for f in fields(Settings)}
+    unknown = sorted(set(values) - own - law)
+    if unknown:
+        raise BadInput(f"{TUNING_ENV}: unknown field {unknown[0]!r}")
+    settings = replace(auto.settings, **{k: v for k, v in values.items() if k in law})
+    return replace(auto, settings=settings, **{k: v for k, v in values.items() if k in own})

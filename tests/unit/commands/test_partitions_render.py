@@ -94,3 +94,17 @@ def test_status_text_says_which_throttles_the_moves_in_flight_need_and_who_runs(
     assert "3 (2 set by kmigrate, 2 needed by its moves in flight: kept until they end)" in text
     assert "kmigrate partitions on ops1, pid 42" in text and "--cancel stops it" in text
     assert "plans 48f84bddacfd5eae, mapping-1.4 (same broker mapping)" in text
+
+
+def test_auto_throttle_baseline_and_decisions_are_one_line_each():
+    render = TextRenderer(False)
+    with console.capture() as cap:
+        render(ev.ThrottleBaseline(topic="c", samples=700, p99_ms=12.0, budget_ms=50.0, limit_ms=62.0, resumed=0,
+                                   message="auto throttle: the canary's p99 at rest is 12 ms"))
+        render(ev.ThrottleAuto(broker=4, old_rate_bytes_per_s=10_000_000, new_rate_bytes_per_s=20_000_000, moves=2,
+                               reason="slow-start", mode="slow-start", p99_ms=20.0, limit_ms=62.0,
+                               message="auto throttle: broker 4 10 MB/s -> 20 MB/s, 2 move(s) at once: slow-start"))
+        render.close()
+    assert [ln for ln in cap.get().splitlines() if ln.strip()] == [
+        "auto throttle: the canary's p99 at rest is 12 ms",
+        "auto throttle: broker 4 10 MB/s -> 20 MB/s, 2 move(s) at once: slow-start"]

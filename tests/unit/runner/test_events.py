@@ -44,6 +44,9 @@ KEYS = {
     "run-started": {"run_id", "host", "pid"},
     "stopped": {"by", "reverted", "finished", "message"},
     "cancelled": {"partitions", "message"},
+    "throttle-baseline": {"topic", "samples", "p99_ms", "budget_ms", "limit_ms", "resumed", "message"},
+    "throttle-auto": {"broker", "old_rate_bytes_per_s", "new_rate_bytes_per_s", "moves", "reason", "mode", "p99_ms",
+                      "limit_ms", "message"},
 }
 
 

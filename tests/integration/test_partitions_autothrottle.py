@@ -1,0 +1,69 @@
+"""Issue 31: ``kmigrate partitions --throttle auto --latency-budget``, on a real sandbox.
+
+One run moves a few MB from brokers 1, 2 to 3, 4 with the law tuned to act within seconds
+(``KMIGRATE_AUTO_THROTTLE``, a testing hook): the canary's baseline at rest is measured and
+reported, the rate starts at the minimum and rises (slow start), each change is a ``throttle-auto``
+event and a ``throttle-auto`` bookkeeping record, the brokers' configs follow it, a target broker
+paused for a few seconds (SIGSTOP: acks=all writes stall) makes the rate fall, and at the end no
+throttle is left and the canary's topic is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from migrate.core.partitions.mapping import mapping_plan_id
+from migrate.core.throttle.options import CANARY_TOPIC, TUNING_ENV
+from cluster_waits import settled
+from partitions_support import (
+    create_topic, drain, in_flight, kmigrate, kmigrate_background, ledger, produce, throttles_left, topics,
+    wait_for_event,
+)
+
+pytestmark = pytest.mark.integration
+
+SANDBOX = dict(zookeeper_ids=(1,), broker_ids=(1, 2), spare_broker_ids=(3, 4))
+MAPPING = "1:3,2:4"
+PLAN_ID = mapping_plan_id({1: 3, 2: 4})
+TUNING = dict(baseline_s=5, window_s=2, start_rate=1_000_000, min_rate=1_000_000, interval_s=3,
+              signal_timeout_s=8, start_moves=1)
+
+
+def test_the_rate_starts_rises_falls_when_a_broker_hangs_is_recorded_and_is_removed_at_the_end(cluster):
+    create_topic(cluster, "auto-data", [[1, 2], [2, 1]])
+    produce(cluster, "auto-data", 12_000, size=1000)  # 12 MB: a few seconds at the first rates
+    refused = kmigrate("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--mapping", MAPPING,
+                       "--latency-budget", "50ms")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "--throttle auto" in refused.stderr
+    proc = kmigrate_background("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--mapping", MAPPING,
+                               "--throttle", "auto", "--latency-budget", "100ms", "-O", "json",
+                               env={TUNING_ENV: json.dumps(TUNING)})
+    seen: list[dict] = []
+    baseline = wait_for_event(proc, lambda e: e["event"] == "throttle-baseline", timeout_s=120, seen=seen)
+    assert baseline["samples"] > 50 and baseline["limit_ms"] == pytest.approx(baseline["p99_ms"] + 100, abs=0.2)
+    wait_for_event(proc, lambda e: e["event"] == "throttle-auto" and e["new_rate_bytes_per_s"] > 1_000_000,
+                   timeout_s=60, seen=seen)
+    cluster.pause("kafka-3")  # a target broker hangs: the canary's partitions it follows stall
+    try:
+        time.sleep(5)
+    finally:
+        cluster.resume("kafka-3")
+    fell = wait_for_event(proc, lambda e: e["event"] == "throttle-auto"
+                          and e["new_rate_bytes_per_s"] < e["old_rate_bytes_per_s"], timeout_s=60, seen=seen)
+    assert "over budget" in fell["reason"] or "stall" in fell["reason"] or "signal" in fell["reason"], fell
+    code = drain(proc, timeout_s=240, seen=seen)
+    assert code == 0, proc.stderr_text[-3000:]
+    decisions = [e for e in seen if e["event"] == "throttle-auto"]
+    starts = [e for e in decisions if e["reason"].startswith("start")]
+    assert {e["new_rate_bytes_per_s"] for e in starts} == {1_000_000}
+    recorded = ledger(cluster).throttle_decisions(PLAN_ID)
+    assert [(r["broker"], r["new_rate"]) for r in recorded] == \
+        [(e["broker"], e["new_rate_bytes_per_s"]) for e in decisions]
+    assert settled(lambda: throttles_left(cluster), []) == []
+    assert in_flight(cluster) == {}
+    assert sorted(tuple(p.replicas) for p in topics(cluster)["auto-data"].partitions.values()) == [(3, 4), (4, 3)]
+    assert settled(lambda: CANARY_TOPIC in topics(cluster), False) is False
