@@ -28,13 +28,13 @@ pytestmark = pytest.mark.integration
 SANDBOX = dict(zookeeper_ids=(1,), broker_ids=(1, 2), spare_broker_ids=(3, 4))
 MAPPING = "1:3,2:4"
 PLAN_ID = mapping_plan_id({1: 3, 2: 4})
-TUNING = dict(baseline_s=5, window_s=2, start_rate=1_000_000, min_rate=1_000_000, interval_s=3,
+TUNING = dict(baseline_s=5, window_s=2, start_rate=1_000_000, min_rate=1_000_000, max_rate=3_000_000, interval_s=3,
               signal_timeout_s=8, start_moves=1)
 
 
 def test_the_rate_starts_rises_falls_when_a_broker_hangs_is_recorded_and_is_removed_at_the_end(cluster):
     create_topic(cluster, "auto-data", [[1, 2], [2, 1]])
-    produce(cluster, "auto-data", 12_000, size=1000)  # 12 MB: a few seconds at the first rates
+    produce(cluster, "auto-data", 16_000, size=1000)  # 16 MB, 8 MB a partition: about 10 s at 1 to 3 MB/s
     refused = kmigrate("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--mapping", MAPPING,
                        "--latency-budget", "50ms")
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr

@@ -1,0 +1,46 @@
+"""runner/throttle/auto: each decision is recorded (throttle-auto, then the broker's rate records) before
+the broker's config changes, the broker's moves in flight are capped, and an event says it."""
+
+from types import SimpleNamespace
+
+from migrate.core.partitions.scheduler import Caps
+from migrate.core.partitions.tasks import PartitionTasks
+from migrate.core.throttle.controller import Controller
+from migrate.core.throttle.law import Settings
+from migrate.core.throttle.options import AutoThrottle
+from migrate.core.throttle.signals import Baseline, Budget, Health, LatencyWindow
+from migrate.runner.partitions.throttles import Throttles
+from migrate.runner.throttle.auto import AutoRunner
+
+from test_throttles_auto_rates import Cluster  # tests/unit/runner/partitions is on the path (rootdir conftest)
+
+
+def _runner():
+    cluster = Cluster()
+    seen = []
+    throttles = Throttles(cluster, cluster, "p1", 10_000_000, seen.append, auto=True)
+    run = SimpleNamespace(rq=SimpleNamespace(plan_id="p1", caps=Caps(per_broker=5)), throttles=throttles,
+                          emit=seen.append, tasks=PartitionTasks())
+    r = AutoRunner(run, AutoThrottle(Budget(0.05)))
+    r.controller = Controller(Settings(), Baseline(0.02), Budget(0.05), now_s=0.0)
+    return r, run, cluster, seen
+
+
+def test_decisions_are_recorded_before_the_rates_change_and_cap_the_moves():
+    r, run, cluster, seen = _runner()
+    r._apply(r.controller.step(0.0, None, Health(), [4, 5]))
+    run.throttles.sync({}, brokers=[4, 5], live=[4, 5])  # the first moves set the start rate
+    assert cluster.configs[4]["follower.replication.throttled.rate"] == "10000000"
+    assert run.rq.caps.broker_limits == ((4, 2), (5, 2))
+    cluster.order.clear()
+    r._apply(r.controller.step(10.0, LatencyWindow(10.0, 0.03, 50), Health(), [4, 5]))
+    assert cluster.configs[4]["follower.replication.throttled.rate"] == "20000000"
+    kinds = [rec.value["kind"] for rec in cluster.records[-6:]]
+    assert kinds == ["throttle-auto", "throttle-auto"] + ["throttle-broker"] * 4
+    assert cluster.order == [("record", 6), ("set", 4), ("set", 5)]
+    auto_events = [e for e in seen if e.kind == "throttle-auto"]
+    assert auto_events[-1].message.startswith("auto throttle: broker 5 10 MB/s -> 20 MB/s, 2 move(s) at once: slow-start")
+    # over budget: halved, moves halved (at least one)
+    r._apply(r.controller.step(20.0, LatencyWindow(20.0, 0.5, 50), Health(), [4, 5]))
+    assert cluster.configs[5]["leader.replication.throttled.rate"] == "10000000"
+    assert run.rq.caps.broker_limits == ((4, 1), (5, 1))
