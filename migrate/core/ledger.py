@@ -215,17 +215,20 @@ class Ledger:
         return None
 
     def broker_throttles(self) -> dict[tuple[int, str], dict[str, Any]]:
-        """(broker, config) -> {"value", "prior"} for broker throttles set and not cleared.
+        """(broker, config) -> {"value", "prior", "values"} for broker throttles set and not cleared.
 
-        When kmigrate set the same config twice before clearing it, the first ``prior`` stands
-        (the second one read kmigrate's own value)."""
+        When kmigrate set the same config twice before clearing it (``--throttle auto`` changes a
+        rate during the run), the first ``prior`` stands (the later ones read kmigrate's own value)
+        and ``values`` lists every value kmigrate recorded since: a config holding any of them is
+        kmigrate's (a run killed between a record and its config change leaves the previous one)."""
         out: dict[tuple[int, str], dict[str, Any]] = {}
         for r in self.records:
             v = r.value
             if r.kind == "throttle-broker":
                 key = (int(v["broker"]), v["config"])
                 prior = out[key]["prior"] if key in out else v.get("prior")
-                out[key] = {"value": v["value"], "prior": prior}
+                values = [*out[key]["values"], v["value"]] if key in out else [v["value"]]
+                out[key] = {"value": v["value"], "prior": prior, "values": values}
             elif r.kind == "throttle-cleared" and v.get("scope") == "broker":
                 out.pop((int(v["broker"]), v["config"]), None)
         return out

@@ -262,14 +262,15 @@ def _clear_broker_rates(admin: ReassignmentAdmin, ledger: Ledger, plan_id: str, 
         now = current[b].get(cfg)
         if now is None and b in admin.hidden_rates and admin.read_hidden_rates is None:
             now = rec["value"]  # hidden and not read (--ignore-hidden-broker-rates): taken as kmigrate's still
-        if adopt is not None and now == rec["value"] and (adopt.auto or now == adopt.rate):
+        ours = rec["value"] if now is None or now not in rec.get("values", ()) else now  # one of kmigrate's values
+        if adopt is not None and now == ours and (adopt.auto or now == adopt.rate):
             if all(current[b].get(c) == now and (b, c) in brokers for c in BROKER_THROTTLE_CONFIGS):
                 adopt.brokers.add(b)
                 if adopt.auto:
                     adopt.rates[b] = now
             emit(ThrottleAdopted(scope="broker", broker=b, config=cfg))
             continue
-        action, restore = broker_rate_removal(now, rec["value"], rec["prior"])
+        action, restore = broker_rate_removal(now, ours, rec["prior"])
         if restore:
             changes.setdefault(b, {})[cfg] = rec["prior"]
         actions[(b, cfg)] = action

@@ -78,7 +78,7 @@ def test_old_records_fold_to_the_same_ledger():
     assert ledger.submitted("p1") == ledger.submitted() == {("orders", 0): (4, 5), ("orders", 1): (5, 6)}
     assert ledger.submitted("p0") == {}
     # broker 4 was cleared; broker 5 keeps the prior kmigrate read before setting it
-    assert ledger.broker_throttles() == {(5, "follower.replication.throttled.rate"): {"value": "10485760", "prior": "5000"}}
+    assert ledger.broker_throttles() == {(5, "follower.replication.throttled.rate"): {"value": "10485760", "prior": "5000", "values": ["10485760"]}}
     assert ledger.topic_throttles() == {("orders", "leader.replication.throttled.replicas"): {"0:1", "1:2"}}
 
 
@@ -118,7 +118,7 @@ def test_ledger_trusts_only_its_plan_and_tracks_throttles():
     assert set(ledger.moved("p1")) == {"a"}
     assert ledger.moved_counts("p1") == {"a": 2}
     assert ledger.foreign_moved("p1") == {"p0": ["b"]}
-    assert ledger.broker_throttles() == {(4, "x"): {"value": "5", "prior": None}}
+    assert ledger.broker_throttles() == {(4, "x"): {"value": "5", "prior": None, "values": ["5", "5"]}}
     assert ledger.topic_throttles() == {("a", "l"): {"0:1", "1:1"}}
     assert ledger.submitted("p1") == {("a", 0): (4, 5)}
     assert ReplicaProgress(1, 0).reported is False

@@ -91,3 +91,15 @@ def test_a_resumed_auto_run_adopts_the_rate_in_force_whatever_it_is():
     fixed = Throttles(cluster, cluster, "p1", 10_000_000, lambda e: None)
     clear_recorded_throttles(cluster, cluster, Ledger(list(cluster.records)), "p1", lambda e: None, adopt=fixed)
     assert fixed.brokers == set() and rates(cluster, 4) == {cfg: None for cfg in BROKER_THROTTLE_CONFIGS}
+
+
+def test_a_run_killed_between_a_rate_record_and_its_config_change_still_has_its_rate_removed():
+    cluster = Cluster()
+    t = Throttles(cluster, cluster, "p1", 10_000_000, lambda e: None, auto=True)
+    t.sync({}, brokers=[4], live=[4])
+    cluster.refuse = {4}  # as if killed after the records: the config keeps the previous rate
+    cluster.append([make_record("p1", "throttle-broker", f"4/{cfg}", 2.0, broker=4, config=cfg, value="20000000",
+                                prior=None) for cfg in BROKER_THROTTLE_CONFIGS])
+    cluster.refuse = set()
+    clear_recorded_throttles(cluster, cluster, Ledger(list(cluster.records)), "p1", lambda e: None)
+    assert rates(cluster, 4) == {cfg: None for cfg in BROKER_THROTTLE_CONFIGS}
