@@ -71,6 +71,7 @@ def migration_status(client: ClientSettings, bookkeeping_topic: str, plan_id: st
             "foreign_plans": {k: len(v) for k, v in ledger.foreign_moved(migration).items()},
             "duplicates": sorted(t for t, n in ledger.moved_counts(migration).items() if n > 1),
             "runs": _runs(ledger),
+            "auto_throttle": last_decisions(ledger.throttle_decisions(migration)) if migration else {},
             "warnings": warnings,
         }
     finally:
@@ -95,6 +96,24 @@ def _which_plan(ledger: Ledger, plan_id: str | None, mapping: Mapping[int, int] 
         warnings.append(f"no plan record for {plan_id}: replicas left on old brokers are not counted "
                         "(give --mapping or --plan)")
     return plan_id, dict(mapping or {}), warnings
+
+
+def last_decisions(recorded: list[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``--throttle auto``: broker -> its last recorded decision (rate in force, moves, why, p99 against
+    the limit, when), from the ``throttle-auto`` records in order.
+
+    >>> last_decisions([{"broker": 4, "new_rate": 1, "moves": 2, "reason": "a", "p99_s": 0.03, "limit_s": 0.07,
+    ...                  "time": "t"}])["4"]["p99_ms"]
+    30.0
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for v in recorded:
+        p99, limit = v.get("p99_s"), v.get("limit_s")
+        out[str(v["broker"])] = {
+            "rate_bytes_per_s": v["new_rate"], "moves": v["moves"], "reason": v["reason"],
+            "p99_ms": None if p99 is None else round(p99 * 1000, 1),
+            "limit_ms": None if limit is None else round(limit * 1000, 1), "time": v.get("time")}
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
 
 
 def _runs(ledger: Ledger) -> dict[str, Any]:
