@@ -232,8 +232,9 @@ class PartitionMover:
         topics = sorted(released.topics)
         return (f"{len(released.in_flight)} of kmigrate's reassignment(s) still moving (topics "
                 f"{', '.join(topics[:5])}{'...' if len(topics) > 5 else ''}): they continue throttled at "
-                f"{format_bytes(rq.throttle_bytes_per_s)}/s per broker (throttles kept, recorded in "
-                f"{rq.bookkeeping_topic})")
+                + (f"{format_bytes(rq.throttle_bytes_per_s)}/s per broker" if rq.auto is None
+                   else "the last rate the auto throttle set on each broker")
+                + f" (throttles kept, recorded in {rq.bookkeeping_topic})")
 
     def _cleanup_on_error(self, exc: BaseException) -> str | None:
         """Remove the throttles no move needs, keep those of kmigrate's moves in flight; return the
