@@ -1,6 +1,7 @@
 """runner/throttle/auto: each decision is recorded (throttle-auto, then the broker's rate records) before
 the broker's config changes, the broker's moves in flight are capped, and an event says it."""
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 from migrate.core.partitions.scheduler import Caps
@@ -15,11 +16,17 @@ from migrate.runner.throttle.auto import AutoRunner
 from test_throttles_auto_rates import Cluster  # tests/unit/runner/partitions is on the path (rootdir conftest)
 
 
+@dataclass(frozen=True)
+class Request:  # the two fields of PartitionsRequest the apply step reads
+    plan_id: str
+    caps: Caps
+
+
 def _runner():
     cluster = Cluster()
     seen = []
     throttles = Throttles(cluster, cluster, "p1", 10_000_000, seen.append, auto=True)
-    run = SimpleNamespace(rq=SimpleNamespace(plan_id="p1", caps=Caps(per_broker=5)), throttles=throttles,
+    run = SimpleNamespace(rq=Request("p1", Caps(per_broker=5)), throttles=throttles,
                           emit=seen.append, tasks=PartitionTasks())
     r = AutoRunner(run, AutoThrottle(Budget(0.05)))
     r.controller = Controller(Settings(), Baseline(0.02), Budget(0.05), now_s=0.0)
