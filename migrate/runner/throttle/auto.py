@@ -155,8 +155,11 @@ class AutoRunner:
         run = self.run
         records = [make_record(run.rq.plan_id, "throttle-auto", str(d.broker), now_s(), **d.to_dict())
                    for d in decisions]
-        run.throttles.set_rates({d.broker: d.new_rate for d in decisions}, records)
+        refused = run.throttles.set_rates({d.broker: d.new_rate for d in decisions}, records)
         assert self.controller is not None
+        for b in refused:  # the config keeps the old rate: the controller knows it, the next step tries again
+            old = next(d.old_rate for d in decisions if d.broker == b)
+            self.controller.states[b] = replace(self.controller.states[b], applied=old)
         run.rq = replace(run.rq, caps=replace(run.rq.caps, broker_limits=broker_limits(
             self.controller.moves(), run.rq.caps.per_broker)))
         for d in decisions:
@@ -165,4 +168,6 @@ class AutoRunner:
             run.emit(ThrottleAuto(
                 broker=d.broker, old_rate_bytes_per_s=d.old_rate, new_rate_bytes_per_s=d.new_rate, moves=d.moves,
                 reason=d.reason, mode=d.mode, p99_ms=_ms(d.p99_s), limit_ms=_ms(d.limit_s) or 0.0,
-                message=f"auto throttle: broker {d.broker} {change}, {d.moves} move(s) at once: {d.reason}"))
+                message=f"auto throttle: broker {d.broker} {change}, {d.moves} move(s) at once: {d.reason}"
+                        + (f" (the broker refused the change: {format_rate(d.old_rate)} stays; tried again at the "
+                           "next step)" if d.broker in refused else "")))

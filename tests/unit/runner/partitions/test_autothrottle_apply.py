@@ -51,3 +51,17 @@ def test_decisions_are_recorded_before_the_rates_change_and_cap_the_moves():
     r._apply(r.controller.step(20.0, LatencyWindow(20.0, 0.5, 50), Health(), [4, 5]))
     assert cluster.configs[5]["leader.replication.throttled.rate"] == "10000000"
     assert run.rq.caps.broker_limits == ((4, 1), (5, 1))
+
+
+def test_a_broker_that_refuses_keeps_its_rate_and_the_next_step_tries_again():
+    r, run, cluster, seen = _runner()
+    r._apply(r.controller.step(0.0, None, Health(), [4]))
+    run.throttles.sync({}, brokers=[4], live=[4])
+    cluster.refuse = {4}
+    r._apply(r.controller.step(10.0, LatencyWindow(10.0, 0.03, 50), Health(), [4]))
+    assert cluster.configs[4]["follower.replication.throttled.rate"] == "10000000"
+    assert seen[-1].message.endswith("(the broker refused the change: 10 MB/s stays; tried again at the next step)")
+    assert r.controller.rates() == {4: 10_000_000}
+    cluster.refuse = set()
+    r._apply(r.controller.step(20.0, LatencyWindow(20.0, 0.03, 50), Health(), [4]))
+    assert cluster.configs[4]["follower.replication.throttled.rate"] == "40000000"
