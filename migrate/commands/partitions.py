@@ -127,6 +127,16 @@ def _bytes(n: float | int | None) -> str:
     return format_bytes(int(n or 0))
 
 
+def _throttle_words(e: ev.Start) -> str:
+    """The Start line's throttle: the fixed rate, or the auto throttle's budget and bounds."""
+    auto = e.throttle_auto
+    if not isinstance(auto, dict):
+        return f"throttle {_bytes(e.throttle_bytes_per_s)}/s per broker"
+    return (f"throttle auto per broker: the canary's p99 may rise {auto['latency_budget_ms']:g} ms above its p99 at rest; "
+            f"from {_bytes(auto['start_rate_bytes_per_s'])}/s, between {_bytes(auto['min_rate_bytes_per_s'])}/s and "
+            f"{_bytes(auto['max_rate_bytes_per_s'])}/s")
+
+
 def _json_line(event: ev.Event) -> None:
     """One JSON object per line: the event's fields, its kind under ``event`` and the time under ``ts``."""
     emit_json_line(event.as_dict())
@@ -185,7 +195,7 @@ class TextRenderer:
             self._print(
                 f"plan {e.plan_id}: {e.topics_selected} topic(s) selected, {e.topics_recorded} already recorded, "
                 f"{e.topics_to_move} to move ({e.partitions_to_move} partition(s), {_bytes(e.bytes_to_copy)} to copy); "
-                f"throttle {_bytes(e.throttle_bytes_per_s)}/s per broker; at most {e.max_moves_per_broker} move(s) per broker"
+                + _throttle_words(e) + f"; at most {e.max_moves_per_broker} move(s) per broker"
                 + (f", {e.max_moves_cluster} in the cluster" if e.max_moves_cluster else "")
             )
         elif isinstance(e, ev.WouldMove):

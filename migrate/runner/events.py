@@ -97,6 +97,8 @@ class Start(Event):
     dry_run: bool
     max_moves_per_broker: int
     max_moves_cluster: int | None
+    # --throttle auto: budget_ms, start/min/max rate (bytes/s); throttle_bytes_per_s is then the start rate
+    throttle_auto: dict[str, Any] | None = OMIT
 
 
 @_kind("would-move")

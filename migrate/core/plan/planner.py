@@ -25,7 +25,8 @@ from migrate.core.kraft.config import format_command
 from migrate.core.model import ClusterSnapshot
 from migrate.core.zookeeper.config import DynamicConfig
 from migrate.core.zookeeper.change import Change, is_reached, joiner_config, single_reconfig, target_config
-from migrate.core.units import format_connect, parse_connect
+from migrate.core.throttle.options import AutoThrottle, auto_throttle
+from migrate.core.units import format_connect, format_rate, parse_connect
 from migrate.core.versions import release_tuple
 from migrate.core.plan.targets import account_bytes, replica_targets, shown_ids
 from migrate.core.plan.document import (
@@ -321,7 +322,8 @@ def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bo
     moves = MoveList(placed.rows)
     topic_totals = tuple(TopicTotal(*row) for row in placed.topic_rows)
     total_bytes = sum(bytes_in.values())
-    throttle = playbook.migration.throttle_bytes_per_s
+    auto = _auto_throttle(playbook)
+    throttle = playbook.migration.throttle_bytes_per_s if auto is None else auto.settings.start_rate
     estimated_seconds = _estimated_seconds(bytes_in, bytes_out, throttle)
 
     all_brokers = sorted(set(replicas_before) | set(replicas_after) | alive | new_ids | retiring)
@@ -349,6 +351,8 @@ def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bo
     findings += audit_mapping(snapshot, playbook, allow_merge=allow_merge, replica_counts=replicas_before)
     findings += audit_zookeeper(snapshot, playbook, zk)
     findings += audit_size(broker_totals, total_bytes, estimated_seconds, throttle, unknown_total, len(moves))
+    if auto is not None and moves:
+        findings.append(_auto_finding(auto))
     findings += audit_controllers(snapshot, playbook, kraft_version)
 
     new_brokers = tuple(sorted(new_ids))
@@ -390,6 +394,22 @@ def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bo
 
 
 # --------------------------------------------------------------------------- import
+
+
+def _auto_throttle(playbook: Playbook) -> AutoThrottle | None:
+    """The playbook's ``migration.throttle: auto`` as :class:`~migrate.core.throttle.options.AutoThrottle`
+    (BadInput, one line, without ``migration.latency_budget``), or ``None`` for a fixed throttle."""
+    m = playbook.migration
+    return auto_throttle(None, None, "auto" if m.throttle_auto else None, m.latency_budget)
+
+
+def _auto_finding(auto: AutoThrottle) -> Finding:
+    st = auto.settings
+    return Finding("info", "throttle.auto", "cluster",
+                   f"migration.throttle: auto: each broker's rate starts at {format_rate(st.start_rate)} and is steered "
+                   f"by the canary's acks=all p99 (at most {auto.budget.seconds * 1000:g} ms above its p99 at rest) "
+                   f"between {format_rate(st.min_rate)} and {format_rate(st.max_rate)}; the estimate is at the "
+                   "start rate: shorter where the clients allow more, longer where they do not")
 
 
 def plan_from_reassignment_json(

@@ -47,6 +47,9 @@ def auto_throttle(throttle: str | None, latency_budget: str | None, playbook_thr
         if throttle is None and playbook_budget is not None:
             raise BadInput("migration.latency_budget needs migration.throttle: auto (or --throttle auto)")
         return None
+    if budget is None and not flag_auto:
+        raise BadInput("migration.throttle: auto needs migration.latency_budget (e.g. 50ms) or --latency-budget: how far "
+                       "the clients' p99 may rise above the p99 at rest")
     if budget is None:
         raise BadInput("--throttle auto needs --latency-budget (e.g. 50ms): how far the clients' p99 may rise "
                        "above the p99 at rest")

@@ -15,17 +15,27 @@ from typing import Iterable, Mapping
 
 from migrate.core.throttle.signals import Health, LatencyWindow
 
+MIN_BROKER_SAMPLES = 100
+"""Acks a broker's partitions need in one window for their own p99 to count. Fewer, and that p99 is
+the window's slowest ack or close to it (the default canary writes 50 a second over one partition
+per broker, a 5 s window gives each of 6 brokers about 40): one slow ack would halve the broker's
+rate. Such a broker is held to the cluster's p99 (which its acks are part of) and to its stalls."""
+
 
 def window_from_acks(at_s: float, acks: Iterable[tuple[float, int, float]], leaders: Mapping[int, int],
-                     waiting_since: Mapping[int, float] | None = None) -> LatencyWindow:
+                     waiting_since: Mapping[int, float] | None = None,
+                     min_broker_samples: int = MIN_BROKER_SAMPLES) -> LatencyWindow:
     """The window ending at ``at_s``: ``acks`` as (acked at, canary partition, latency s), counted
     for the partition's leader in ``leaders`` (partition -> broker; an unknown leader counts for
     the cluster's p99 only, as broker -1); ``waiting_since`` (partition -> when its oldest
-    unacknowledged send left) makes a stall of ``at_s`` minus it for that leader.
+    unacknowledged send left) makes a stall of ``at_s`` minus it for that leader. A broker's own
+    p99 is given only from ``min_broker_samples`` acks (see :data:`MIN_BROKER_SAMPLES`).
 
-    >>> w = window_from_acks(10.0, [(9.0, 0, 0.01), (9.5, 1, 0.02)], {0: 1, 1: 2}, {1: 7.0})
+    >>> w = window_from_acks(10.0, [(9.0, 0, 0.01), (9.5, 1, 0.02)], {0: 1, 1: 2}, {1: 7.0}, min_broker_samples=1)
     >>> w.p99_s, dict(w.p99_by_broker), dict(w.stall_by_broker)
     (0.02, {1: 0.01, 2: 0.02}, {2: 3.0})
+    >>> dict(window_from_acks(10.0, [(9.0, 0, 0.01), (9.5, 1, 0.02)], {0: 1, 1: 2}).p99_by_broker)
+    {}
     """
     pairs = [(leaders.get(p, -1), latency) for _at, p, latency in acks]
     stalls: dict[int, float] = {}
@@ -34,9 +44,12 @@ def window_from_acks(at_s: float, acks: Iterable[tuple[float, int, float]], lead
         if b is not None and at_s - since > stalls.get(b, 0.0):
             stalls[b] = round(at_s - since, 3)
     w = LatencyWindow.from_acks(at_s, pairs, stalls)
-    if -1 in w.p99_by_broker:
-        w = LatencyWindow(w.at_s, w.p99_s, w.samples, {b: v for b, v in w.p99_by_broker.items() if b != -1},
-                          w.stall_by_broker)
+    counts: dict[int, int] = {}
+    for b, _latency in pairs:
+        counts[b] = counts.get(b, 0) + 1
+    own = {b: v for b, v in w.p99_by_broker.items() if b != -1 and counts.get(b, 0) >= min_broker_samples}
+    if own != dict(w.p99_by_broker):
+        w = LatencyWindow(w.at_s, w.p99_s, w.samples, own, w.stall_by_broker)
     return w
 
 

@@ -19,6 +19,7 @@ from migrate.core.partitions.phases import TopicPhase
 from migrate.core.permissions import bookkeeping_needs, partitions_needs
 from migrate.errors import BadInput
 from migrate.runner.events import (
+    OMIT,
     BookkeepingCreated, Discovered, ForeignPlan, Resume, RunStarted, Start, WarningEvent, WouldMove, WouldRecord,
 )
 from migrate.runner.partitions.state import RunState, TopicRun
@@ -103,6 +104,11 @@ class Preparation:
             topics_to_record=len(run.topics), partitions_to_move=len(moves),
             bytes_to_copy=sum(m.bytes_to_copy for m in moves), dry_run=rq.dry_run,
             max_moves_per_broker=rq.caps.per_broker, max_moves_cluster=rq.caps.cluster,
+            throttle_auto=OMIT if rq.auto is None else {
+                "latency_budget_ms": round(rq.auto.budget.seconds * 1000.0, 1),
+                "start_rate_bytes_per_s": rq.auto.settings.start_rate,
+                "min_rate_bytes_per_s": rq.auto.settings.min_rate,
+                "max_rate_bytes_per_s": rq.auto.settings.max_rate},
         ))
         if rq.dry_run:
             for tr in sorted(run.topics.values(), key=lambda t: t.name):

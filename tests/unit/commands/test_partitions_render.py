@@ -108,3 +108,27 @@ def test_auto_throttle_baseline_and_decisions_are_one_line_each():
     assert [ln for ln in cap.get().splitlines() if ln.strip()] == [
         "auto throttle: the canary's p99 at rest is 12 ms",
         "auto throttle: broker 4 10 MB/s -> 20 MB/s, 2 move(s) at once: slow-start"]
+
+
+def _start(**auto) -> ev.Start:
+    return ev.Start(plan_id="p1", mapping={"1": 4}, throttle_bytes_per_s=10_000_000, bookkeeping_topic="__kmigrate",
+                    topics_selected=2, topics_recorded=0, topics_to_move=2, topics_to_record=2, partitions_to_move=4,
+                    bytes_to_copy=2_000_000, dry_run=False, max_moves_per_broker=5, max_moves_cluster=None, **auto)
+
+
+def _lines(e: ev.Event) -> list[str]:
+    render = TextRenderer(False)
+    with console.capture() as cap:
+        render(e)
+        render.close()
+    return [ln for ln in cap.get().splitlines() if ln.strip()]
+
+
+def test_the_start_line_names_the_fixed_throttle_or_the_auto_throttles_budget_and_bounds():
+    head = "plan p1: 2 topic(s) selected, 0 already recorded, 2 to move (4 partition(s), 2 MB to copy); "
+    assert _lines(_start()) == [head + "throttle 10 MB/s per broker; at most 5 move(s) per broker"]
+    auto = _lines(_start(throttle_auto={"latency_budget_ms": 50.0, "start_rate_bytes_per_s": 10_000_000,
+                                        "min_rate_bytes_per_s": 1_000_000, "max_rate_bytes_per_s": 1_000_000_000}))
+    assert auto == [head + "throttle auto per broker: the canary's p99 may rise 50 ms above its p99 at rest; "
+                           "from 10 MB/s, between 1 MB/s and 1 GB/s; at most 5 move(s) per broker"]
+    assert ev.Start.as_dict(_start()).get("throttle_auto", "absent") == "absent"

@@ -15,6 +15,7 @@ from migrate.core.plan.audit import (
     tolerance,
 )
 from migrate.core.model import Broker, ClusterSnapshot
+from migrate.errors import BadInput
 from migrate.core.zookeeper.config import Server
 from migrate.core.plan.document import BrokerTotal, Finding
 from migrate.core.plan.planner import build_plan, plan_zookeeper
@@ -282,3 +283,19 @@ def test_snapshot_helpers_are_consistent(kb):
     assert isinstance(snap.broker(1), Broker) and snap.broker(99) is None
     assert snap.zookeeper.participants == (1, 2, 3)
     assert isinstance(snap.zookeeper.servers[0], Server)
+
+
+def test_an_auto_throttle_plan_estimates_at_the_start_rate_and_says_how_the_rate_moves(kb):
+    snap = kb.snapshot({"t": [(1, 2, 3)]}, size=100_000_000)
+    auto = kb.playbook(kb.PROCEDURE_PLAYBOOK.replace("migration: {throttle: 50MB/s}",
+                                                    "migration: {throttle: auto, latency_budget: 40ms}"))
+    plan = build_plan(snap, auto)
+    # broker 1 serves 3 x 100 MB: 6 s at the fixed 50 MB/s, 30 s at the auto throttle's 10 MB/s start
+    assert build_plan(snap, kb.playbook()).estimated_seconds == 6 and plan.estimated_seconds == 30
+    assert plan.throttle_bytes_per_s == 10_000_000
+    (f,) = only(plan.findings, "throttle.auto")
+    assert f.severity == "info" and "starts at 10 MB/s" in f.message and "40 ms above its p99 at rest" in f.message
+    assert not [g for g in build_plan(snap, kb.playbook()).findings if g.code == "throttle.auto"]
+    with pytest.raises(BadInput, match="latency_budget"):
+        build_plan(snap, kb.playbook(kb.PROCEDURE_PLAYBOOK.replace("migration: {throttle: 50MB/s}",
+                                                                  "migration: {throttle: auto}")))

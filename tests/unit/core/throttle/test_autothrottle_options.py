@@ -29,7 +29,7 @@ def test_auto_with_a_budget_flag_or_playbook():
 
 @pytest.mark.parametrize("args, expected", [
     (("auto", None), "--throttle auto needs --latency-budget"),
-    ((None, None, "auto", None), "--throttle auto needs --latency-budget"),
+    ((None, None, "auto", None), "migration.throttle: auto needs migration.latency_budget"),
     (("10MB/s", "50ms"), "--latency-budget needs --throttle auto"),
     ((None, "50ms"), "--latency-budget needs --throttle auto"),
     ((None, None, None, "50ms"), "migration.latency_budget needs migration.throttle: auto"),

@@ -5,11 +5,22 @@ from migrate.core.throttle.readings import broker_limits, health_from_partitions
 
 def test_window_counts_acks_for_their_leaders_and_a_wait_going_on_as_a_stall():
     acks = [(9.0, 0, 0.010), (9.1, 0, 0.012), (9.2, 1, 0.300), (9.3, 7, 0.050)]  # partition 7: leader unknown
-    w = window_from_acks(10.0, acks, {0: 1, 1: 2}, {0: 9.9, 1: 8.0})
+    w = window_from_acks(10.0, acks, {0: 1, 1: 2}, {0: 9.9, 1: 8.0}, min_broker_samples=1)
     assert w.samples == 4 and w.p99_s == 0.3
     assert dict(w.p99_by_broker) == {1: 0.012, 2: 0.3}
     assert dict(w.stall_by_broker) == {1: 0.1, 2: 2.0}
     assert w.worst_for(2) == (2.0, "stall on broker 2's partitions")
+
+
+def test_a_broker_with_few_acks_is_held_to_the_cluster_p99_and_its_stalls_not_to_its_own_p99():
+    # 150 quick acks on broker 1's partition, 20 on broker 2's, one of them slow (0.4 s): broker 2's
+    # own p99 of 20 acks would be that one ack; the cluster's p99 of 170 is not
+    acks = [(9.0, 0, 0.010)] * 150 + [(9.0, 1, 0.012)] * 19 + [(9.5, 1, 0.400)]
+    w = window_from_acks(10.0, acks, {0: 1, 1: 2}, {1: 9.0})
+    assert dict(w.p99_by_broker) == {1: 0.01}
+    assert w.p99_s < 0.4
+    assert w.worst_for(2) == (1.0, "stall on broker 2's partitions")  # its stall still counts
+    assert window_from_acks(10.0, acks, {0: 1, 1: 2}).worst_for(2)[0] < 0.4
 
 
 def test_window_without_acks_is_no_signal():
