@@ -16,6 +16,7 @@ from migrate.core.model import Partition, Topic
 from migrate.core.partitions.mapping import select_topics
 from migrate.core.partitions.moves import InFlight, PartitionMove, plan_targets
 from migrate.core.partitions.phases import TopicPhase
+from migrate.core.throttle.options import CANARY_TOPIC
 from migrate.core.permissions import bookkeeping_needs, partitions_needs
 from migrate.errors import BadInput
 from migrate.runner.events import (
@@ -58,6 +59,7 @@ class Preparation:
             run.lease.refuse_overlap(ledger)
         self._read_ledger(ledger)
         all_topics = run.admin.describe(None)
+        run.leftover_canary = rq.auto is None and CANARY_TOPIC in all_topics
         for own in rq.not_moved():
             all_topics.pop(own, None)
         if rq.include is not None and not select_topics(all_topics, rq.include, None):

@@ -54,9 +54,11 @@ from __future__ import annotations
 from typing import Any
 
 from migrate.adapters.kafka.admin import ReassignmentAdmin
+from migrate.adapters.kafka.canary_clients import delete_topic
 from migrate.adapters.kafka.retry import transient_error
 from migrate.core.partitions.phases import TopicPhase
 from migrate.core.partitions.tasks import PartitionState
+from migrate.core.throttle.options import CANARY_TOPIC
 from migrate.core.units import format_bytes
 from migrate.errors import KmigrateError, StepFailed
 from migrate.runner.events import OMIT, Aborted, Emit, RunDone, Stopped, WarningEvent
@@ -194,6 +196,8 @@ class PartitionMover:
         run.changed = False  # throttles are cleared: nothing left to clean on the way out
         for p in released.problems:
             run.emit(WarningEvent(message=p))
+        if run.leftover_canary and not run.halted:
+            self._delete_leftover_canary()
         cancelled_keys = run.tasks.keys(PartitionState.cancelled)
         if run.halted:
             left = sorted(t.name for t in run.active())
@@ -209,6 +213,18 @@ class PartitionMover:
                 f"({', '.join(f'{t}-{p}' for t, p in cancelled_keys[:5])}): they stay on their old replicas; "
                 "fix the cause (a dead or stuck broker) and run kmigrate partitions --resume"
             )
+
+    def _delete_leftover_canary(self) -> None:
+        """The canary topic an auto run killed before its end left behind: this run deletes it."""
+        run = self.state
+        try:
+            delete_topic(run.rq.client, CANARY_TOPIC)
+        except Exception as exc:  # noqa: BLE001 - reported; the migration itself is done
+            run.emit(WarningEvent(message=f"the auto throttle's canary topic {CANARY_TOPIC}, left by an earlier run "
+                                          f"killed before its end, was not deleted ({exc}): delete it by hand"))
+            return
+        run.emit(WarningEvent(message=f"deleted the auto throttle's canary topic {CANARY_TOPIC}, left by an earlier "
+                                      "run killed before its end"))
 
     def _stopped_by_cancel(self) -> None:
         """Raise :class:`StoppedByCancel`: ``--cancel`` reverted the moves and removes the throttles

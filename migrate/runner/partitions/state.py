@@ -21,7 +21,7 @@ from migrate.core.partitions.moves import PartitionMove, ReplicaKey
 from migrate.core.partitions.phases import DEFAULT_POLL_INTERVAL_S, Rate, ReplicaProgress, TopicPhase
 from migrate.core.partitions.scheduler import SMALL_MOVE_SECONDS, Caps
 from migrate.core.partitions.tasks import Key, PartitionTasks
-from migrate.core.throttle.options import AutoThrottle
+from migrate.core.throttle.options import CANARY_TOPIC, AutoThrottle
 from migrate.runner.events import Emit
 from migrate.runner.partitions.lease import RunLease
 from migrate.runner.partitions.throttles import Throttles
@@ -55,8 +55,10 @@ class PartitionsRequest:
     auto: AutoThrottle | None = None  # --throttle auto: rates and moves steered by the canary's latency
 
     def not_moved(self) -> tuple[str, ...]:
-        """kmigrate's own topics a run never moves: the bookkeeping topic, the auto throttle's canary."""
-        return (self.bookkeeping_topic,) + ((self.auto.canary_topic,) if self.auto is not None else ())
+        """kmigrate's own topics a run never moves: the bookkeeping topic, the auto throttle's canary
+        (whatever this run's throttle: an auto run killed before its end leaves the topic behind)."""
+        return (self.bookkeeping_topic, CANARY_TOPIC) + (
+            (self.auto.canary_topic,) if self.auto is not None and self.auto.canary_topic != CANARY_TOPIC else ())
 
 
 @dataclass
@@ -131,6 +133,7 @@ class RunState:
         self.started_s = 0.0
         self.changed = False  # set once kmigrate may have changed the cluster
         self.halted: str | None = None  # why no more work is submitted (a --cancel from outside)
+        self.leftover_canary = False  # a fixed-throttle run found the canary topic of an auto run killed before its end
         self.dirty: set[str] = set()  # topics whose moves in flight changed: throttle lists to update
         self.migration: tuple[str, ...] = (request.plan_id,)  # plan ids naming this migration (same mapping)
 

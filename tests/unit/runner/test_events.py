@@ -54,6 +54,7 @@ KEYS = {
 OPTIONAL = {
     "aborted": {"in_flight_partitions", "throttled_topics", "throttled_brokers", "resume_command", "cancel_command"},
     "left-alone": {"reasons"},
+    "start": {"throttle_auto"},
 }
 
 
