@@ -155,6 +155,7 @@ class TextRenderer:
         self.progress: Progress | None = None
         self.overall: TaskID | None = None
         self.tasks: dict[str, TaskID] = {}
+        self.auto_lines: tuple[str, list[int]] | None = None  # one step's like decisions, shown as one line
 
     def _print(self, text: str, style: str | None = None) -> None:
         target = self.progress.console if self.progress is not None else console
@@ -171,9 +172,27 @@ class TextRenderer:
         return self.progress
 
     def close(self) -> None:
+        self._flush_auto()
         if self.progress is not None:
             self.progress.stop()
             self.progress = None
+
+    def _auto(self, e: ev.ThrottleAuto) -> None:
+        """The auto throttle's decisions of one step that say the same for several brokers: one line."""
+        rest = e.message.replace(f"auto throttle: broker {e.broker} ", "", 1)
+        if self.auto_lines is not None and self.auto_lines[0] == rest:
+            self.auto_lines[1].append(e.broker)
+            return
+        self._flush_auto()
+        self.auto_lines = (rest, [e.broker])
+
+    def _flush_auto(self) -> None:
+        if self.auto_lines is None:
+            return
+        rest, brokers = self.auto_lines
+        self.auto_lines = None
+        who = f"broker {brokers[0]}" if len(brokers) == 1 else f"brokers {', '.join(map(str, brokers))}:"
+        self._print(f"auto throttle: {who} {rest}")
 
     def _show_progress(self, e: ev.Progress) -> None:
         if not e.total_bytes and not e.in_flight:
@@ -189,6 +208,10 @@ class TextRenderer:
                     bars.remove_task(self.tasks.pop(topic))
 
     def __call__(self, e: ev.Event) -> None:
+        if isinstance(e, ev.ThrottleAuto):
+            self._auto(e)
+            return
+        self._flush_auto()
         if isinstance(e, ev.Progress):
             self._show_progress(e)
         elif isinstance(e, ev.Start):
@@ -224,7 +247,7 @@ class TextRenderer:
             self._print(f"warning: {e.message}", style="yellow")
         elif isinstance(e, ev.BookkeepingCreated):
             self._print(f"created the bookkeeping topic {e.topic} on brokers {e.replicas}")
-        elif isinstance(e, (ev.ThrottleBaseline, ev.ThrottleAuto)):
+        elif isinstance(e, ev.ThrottleBaseline):
             self._print(e.message)
         elif isinstance(e, ev.ThrottleSet):
             self._print(f"throttle {_bytes(e.rate_bytes_per_s)}/s set on brokers {e.brokers}")

@@ -137,6 +137,24 @@ def encode(record: Record) -> tuple[bytes, bytes]:
     return record.key.encode(), json.dumps(record.value, sort_keys=True, separators=(",", ":")).encode()
 
 
+def newer_kind(value: bytes | None) -> str | None:
+    """The kind of a record in kmigrate's schema that this version does not know (a newer kmigrate
+    wrote it), else ``None``.
+
+    >>> newer_kind(b'{"schema": "kmigrate.bookkeeping/1", "kind": "throttle-later", "plan_id": "p"}')
+    'throttle-later'
+    >>> newer_kind(b'{"schema": "kmigrate.bookkeeping/1", "kind": "plan"}'), newer_kind(b'not json')
+    (None, None)
+    """
+    try:
+        v = json.loads(value or b"")
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if isinstance(v, dict) and v.get("schema") == SCHEMA and isinstance(v.get("kind"), str) and v["kind"] not in KINDS:
+        return v["kind"]
+    return None
+
+
 def decode(key: bytes | None, value: bytes | None, partition: int = -1, offset: int = -1) -> Record | None:
     """The record, or ``None`` when kmigrate did not write it (wrong shape, wrong schema)."""
     if key is None or value is None:

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.integration
 SANDBOX = dict(zookeeper_ids=(1,), broker_ids=(1, 2), spare_broker_ids=(3, 4))
 MAPPING = "1:3,2:4"
 PLAN_ID = mapping_plan_id({1: 3, 2: 4})
-TUNING = dict(baseline_s=5, window_s=2, start_rate=1_000_000, min_rate=1_000_000, max_rate=3_000_000, interval_s=3,
+TUNING = dict(baseline_s=5, warmup_s=2, window_s=2, start_rate=1_000_000, min_rate=1_000_000, max_rate=3_000_000, interval_s=3,
               signal_timeout_s=8, start_moves=1)
 
 

@@ -14,7 +14,7 @@ from migrate.adapters import LIBRDKAFKA_LOG
 from migrate.adapters.kafka.client import TRUSTED_PRODUCER
 from migrate.adapters.kafka.topics import NewTopicSpec, create_topics_and_wait, every_partition_led
 from migrate.core.clientconfig import ClientSettings
-from migrate.core.ledger import Ledger, Record, decode, encode
+from migrate.core.ledger import Ledger, Record, decode, encode, newer_kind
 from migrate.errors import BadInput, StepFailed
 
 log = logging.getLogger("kmigrate.bookkeeping")
@@ -109,6 +109,10 @@ class BookkeepingTopic:
                     if off >= ends[p]:
                         continue
                     rec = decode(msg.key(), msg.value(), p, off)
+                    if rec is None and newer_kind(msg.value()) is not None:
+                        raise BadInput(
+                            f"the bookkeeping topic {self.topic} holds a {newer_kind(msg.value())!r} record, written "
+                            f"by a newer kmigrate (partition {p}, offset {off}): run this migration with that version")
                     if rec is None:
                         raise BadInput(
                             f"the bookkeeping topic {self.topic} holds a record kmigrate did not write "

@@ -5,8 +5,8 @@ How one run drives it (:class:`AutoRunner`, called from :mod:`migrate.runner.par
 
 1. :meth:`AutoRunner.begin`, after the bookkeeping topic and the stale throttles are dealt with and
    before the first move: the canary starts on its own topic (acks=all, one partition led by each
-   live broker, so the brokers being emptied and filled lead some), runs ``baseline_s`` at rest,
-   and its p99 is the baseline; the controller starts (or, with ``throttle-auto`` records of this
+   live broker, so the brokers being emptied and filled lead some), warms up ``warmup_s``, runs
+   ``baseline_s`` at rest, and the p99 of those acks is the baseline; the controller starts (or, with ``throttle-auto`` records of this
    migration in the bookkeeping topic, resumes at the last rate recorded per broker) and takes its
    first step;
 2. :meth:`AutoRunner.tick`, on every look of the loop: every ``window_s``, the acks since the last
@@ -64,6 +64,8 @@ class AutoRunner:
         assert self.canary.ledger is not None
         with self.canary._lock:
             self.canary.ledger.tap = []
+        run.clock.sleep(auto.warmup_s)
+        self._take()  # the first sends waited for the topic and its leaders: not the cluster at rest
         run.clock.sleep(auto.baseline_s)
         acks = self._take()
         now = run.clock.now()

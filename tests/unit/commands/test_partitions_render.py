@@ -132,3 +132,27 @@ def test_the_start_line_names_the_fixed_throttle_or_the_auto_throttles_budget_an
     assert auto == [head + "throttle auto per broker: the canary's p99 may rise 50 ms above its p99 at rest; "
                            "from 10 MB/s, between 1 MB/s and 1 GB/s; at most 5 move(s) per broker"]
     assert ev.Start.as_dict(_start()).get("throttle_auto", "absent") == "absent"
+
+
+def _auto(broker: int, old: int, new: int, reason: str) -> ev.ThrottleAuto:
+    return ev.ThrottleAuto(broker=broker, old_rate_bytes_per_s=old, new_rate_bytes_per_s=new, moves=1, reason=reason,
+                           mode="avoidance", p99_ms=14.0, limit_ms=84.0,
+                           message=f"auto throttle: broker {broker} {old // 1_000_000} MB/s -> {new // 1_000_000} MB/s, "
+                                   f"1 move(s) at once: {reason}")
+
+
+def test_one_steps_like_decisions_are_one_line_naming_the_brokers_unlike_ones_a_line_each():
+    render = TextRenderer(False)
+    with console.capture() as cap:
+        for b in (1, 2, 3):
+            render(_auto(b, 5_000_000, 10_000_000, "within budget: +5 MB/s"))
+        render(_auto(4, 5_000_000, 2_000_000, "stall on broker 4's partitions: x0.5"))
+        render(ev.WarningEvent(message="something else"))
+        render(_auto(5, 10_000_000, 15_000_000, "within budget: +5 MB/s"))
+        render.close()
+    assert [ln for ln in cap.get().splitlines() if ln.strip()] == [
+        "auto throttle: brokers 1, 2, 3: 5 MB/s -> 10 MB/s, 1 move(s) at once: within budget: +5 MB/s",
+        "auto throttle: broker 4 5 MB/s -> 2 MB/s, 1 move(s) at once: stall on broker 4's partitions: x0.5",
+        "warning: something else",
+        "auto throttle: broker 5 10 MB/s -> 15 MB/s, 1 move(s) at once: within budget: +5 MB/s",
+    ]
