@@ -397,8 +397,9 @@ def status(
                   + (f", {len(needed)} needed by its moves in flight: kept until they end" if needed else "") + ")")
     for b, d in st.get("auto_throttle", {}).items():
         p99 = "no p99" if d["p99_ms"] is None else f"p99 {d['p99_ms']:.0f} ms"
+        said = "p99" in d["reason"]  # the reason names the p99 and the limit already
         table.add_row(f"auto throttle, broker {b}", f"last recorded: {_bytes(d['rate_bytes_per_s'])}/s, {d['moves']} "
-                      f"move(s) at once ({p99} of {d['limit_ms'] or 0:.0f} ms): {d['reason']}")
+                      f"move(s) at once: {d['reason']}" + ("" if said else f" ({p99}, limit {d['limit_ms'] or 0:.0f} ms)"))
     runs = st["runs"]
     for r in runs["alive"]:
         table.add_row("running", f"kmigrate partitions on {r['host']}, pid {r['pid']}, since {r['started']} "

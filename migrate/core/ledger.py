@@ -253,9 +253,19 @@ class Ledger:
 
     def throttle_decisions(self, plan_id: str | Iterable[str]) -> list[Mapping[str, Any]]:
         """The ``throttle-auto`` records of ``plan_id`` (or any of several ids: one migration), in order:
-        what ``Controller.resume`` takes up (the last one per broker counts). Other plans' are ignored."""
+        what ``Controller.resume`` takes up (the last one per broker counts). Other plans' are ignored,
+        and so is a broker's decision made before kmigrate last cleared that broker's rates: the run
+        that made it ended and removed its throttle, so a new run of the plan starts that broker afresh
+        (seen by hand: a run of a plan moved back and forth resumed the rates of a run finished before)."""
         ids = _ids(plan_id)
-        return [r.value for r in self.records if r.kind == "throttle-auto" and r.plan_id in ids]
+        out: list[Mapping[str, Any]] = []
+        for r in self.records:
+            if r.kind == "throttle-auto" and r.plan_id in ids:
+                out.append(r.value)
+            elif r.kind == "throttle-cleared" and r.value.get("scope") == "broker":
+                gone = int(r.value["broker"])
+                out = [d for d in out if int(d["broker"]) != gone]
+        return out
 
     def topic_throttles(self) -> dict[tuple[str, str], set[str]]:
         """(topic, config) -> entries kmigrate appended and has not cleared."""

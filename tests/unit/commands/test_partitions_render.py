@@ -85,6 +85,11 @@ def test_status_text_says_which_throttles_the_moves_in_flight_need_and_who_runs(
         "foreign_plans": {}, "duplicates": [], "warnings": [],
         "runs": {"alive": [{"run_id": "r", "host": "ops1", "pid": 42, "started": "2026-01-01T00:00:00+00:00",
                             "state": "alive", "time": "t"}], "latest": None, "latest_cancel": None},
+        "auto_throttle": {
+            "4": {"rate_bytes_per_s": 2_500_000, "moves": 1, "p99_ms": 115.0, "limit_ms": 88.0,
+                  "reason": "p99 115 ms over budget 88 ms: x0.5"},
+            "5": {"rate_bytes_per_s": 10_000_000, "moves": 2, "p99_ms": 12.0, "limit_ms": 88.0,
+                  "reason": "resumed at 10 MB/s, the last rate recorded"}},
     }
     monkeypatch.setattr(status_runner, "migration_status", lambda *a, **k: st)
     with console.capture() as cap:
@@ -94,6 +99,9 @@ def test_status_text_says_which_throttles_the_moves_in_flight_need_and_who_runs(
     assert "3 (2 set by kmigrate, 2 needed by its moves in flight: kept until they end)" in text
     assert "kmigrate partitions on ops1, pid 42" in text and "--cancel stops it" in text
     assert "plans 48f84bddacfd5eae, mapping-1.4 (same broker mapping)" in text
+    # the p99 against its limit once per row: in the reason, or after it
+    assert "auto throttle, broker 4 last recorded: 2.5 MB/s, 1 move(s) at once: p99 115 ms over budget 88 ms: x0.5" in text
+    assert "at once: resumed at 10 MB/s, the last rate recorded (p99 12 ms, limit 88 ms)" in text
 
 
 def test_auto_throttle_baseline_and_decisions_are_one_line_each():

@@ -203,3 +203,14 @@ def test_throttle_decisions_fold_in_order_for_one_migration_only():
     # a written record reads back as itself
     k, v = encode(recs[0])
     assert decode(k, v).value["new_rate"] == 20 and decode(k, v).key == "p1/~throttle-auto/4"
+
+
+def test_throttle_decisions_before_a_brokers_rates_were_cleared_are_not_taken_up():
+    d = dict(at_s=1.0, old_rate=10, new_rate=20, moves=2, reason="x", mode="avoidance")
+    recs = [make_record("p1", "throttle-auto", "4", T, broker=4, **d),
+            make_record("p1", "throttle-auto", "5", T, broker=5, **{**d, "new_rate": 30}),
+            # the run ended: broker 4's rates removed (broker 5's kept: a move of it was still in flight)
+            make_record("p1", "throttle-cleared", "4", T + 1, scope="broker", broker=4,
+                        config="leader.replication.throttled.rate", action="removed"),
+            make_record("p1", "throttle-auto", "6", T + 2, broker=6, **{**d, "new_rate": 40})]
+    assert [(v["broker"], v["new_rate"]) for v in Ledger(recs).throttle_decisions("p1")] == [(5, 30), (6, 40)]
