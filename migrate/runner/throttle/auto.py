@@ -6,7 +6,8 @@ How one run drives it (:class:`AutoRunner`, called from :mod:`migrate.runner.par
 1. :meth:`AutoRunner.begin`, after the bookkeeping topic and the stale throttles are dealt with and
    before the first move: the canary starts on its own topic (acks=all, one partition led by each
    live broker, so the brokers being emptied and filled lead some), warms up ``warmup_s``, runs
-   ``baseline_s`` at rest, and the p99 of those acks is the baseline; the controller starts (or, with ``throttle-auto`` records of this
+   ``baseline_s`` at rest, and the p99 of those acks is the baseline (a resumed run, whose moves
+   are in flight, takes the baseline its decisions recorded instead); the controller starts (or, with ``throttle-auto`` records of this
    migration in the bookkeeping topic, resumes at the last rate recorded per broker) and takes its
    first step;
 2. :meth:`AutoRunner.tick`, on every look of the loop: every ``window_s``, the acks since the last
@@ -66,11 +67,18 @@ class AutoRunner:
             self.canary.ledger.tap = []
         run.clock.sleep(auto.warmup_s)
         self._take()  # the first sends waited for the topic and its leaders: not the cluster at rest
-        run.clock.sleep(auto.baseline_s)
-        acks = self._take()
-        now = run.clock.now()
-        baseline = Baseline.from_latencies([latency for _at, _p, latency in acks], at_s=now)
         recorded = ledger.throttle_decisions(run.migration)
+        kept = [d["baseline_s"] for d in recorded if d.get("baseline_s")]
+        if kept:  # resumed with moves in flight: no rest to measure; the first run measured it
+            now = run.clock.now()
+            baseline = Baseline(float(kept[0]), 0, now)
+            told = f"the canary's p99 at rest was {ms(baseline.p99_s)} (recorded before the first move)"
+        else:
+            run.clock.sleep(auto.baseline_s)
+            acks = self._take()
+            now = run.clock.now()
+            baseline = Baseline.from_latencies([latency for _at, _p, latency in acks], at_s=now)
+            told = f"the canary's p99 at rest is {ms(baseline.p99_s)} ({baseline.samples} acks in {auto.baseline_s:.0f} s)"
         if recorded:
             self.controller = Controller.resume(auto.settings, baseline, auto.budget, now, recorded)
         else:
@@ -79,8 +87,7 @@ class AutoRunner:
         run.emit(ThrottleBaseline(
             topic=auto.canary_topic, samples=baseline.samples, p99_ms=_ms(baseline.p99_s),
             budget_ms=_ms(auto.budget.seconds), limit_ms=_ms(c.limit_s), resumed=len(c.states),
-            message=(f"auto throttle: the canary's p99 at rest is {ms(baseline.p99_s)} ({baseline.samples} acks in "
-                     f"{auto.baseline_s:.0f} s); budget {ms(auto.budget.seconds)}: the rates rise while the p99 stays "
+            message=(f"auto throttle: {told}; budget {ms(auto.budget.seconds)}: the rates rise while the p99 stays "
                      f"within {ms(c.limit_s)}" + (f"; {len(c.states)} broker(s) resume at their last recorded rate"
                                                   if c.states else ""))))
         self.last_window_s = now
