@@ -98,7 +98,10 @@ def test_the_rate_starts_rises_falls_when_a_broker_hangs_is_recorded_resumed_and
     assert {e["new_rate_bytes_per_s"] for e in starts} == {1_000_000}
     # every decision shown, in order, was recorded first (--resume takes up the last); the SIGKILL may
     # fall between one step's records and its events (at most one per broker recorded, not shown)
-    recorded = [(r["broker"], r["new_rate"], r["reason"]) for r in ledger(cluster).throttle_decisions(PLAN_ID)]
+    book = ledger(cluster)
+    recorded = [(r.value["broker"], r.value["new_rate"], r.value["reason"]) for r in book.records
+                if r.kind == "throttle-auto" and r.plan_id == PLAN_ID]
+    assert book.throttle_decisions(PLAN_ID) == []  # the rates were removed at the end: a new run starts afresh
     shown_killed, shown_resumed = ([(e["broker"], e["new_rate_bytes_per_s"], e["reason"]) for e in lines
                                     if e["event"] == "throttle-auto"] for lines in (seen, after))
     assert recorded[:len(shown_killed)] == shown_killed and recorded[-len(shown_resumed):] == shown_resumed
