@@ -15,6 +15,9 @@ def readme_section() -> str:
     """The README's "ACLs each command needs" section, made from the tables the commands check (one source)."""
     rows = [
         ("kmigrate partitions", partitions_needs([_EXAMPLE_TOPIC], "<bookkeeping topic>", False)),
+        ("kmigrate partitions --throttle auto", [n for n in partitions_needs(
+            [_EXAMPLE_TOPIC], "<bookkeeping topic>", False, "kmigrate-autothrottle-canary", False)
+            if n not in partitions_needs([_EXAMPLE_TOPIC], "<bookkeeping topic>", False)]),
         ("kmigrate partitions --cancel", cancel_needs(["<each topic kmigrate throttled>"], "<bookkeeping topic>")),
         ("kmigrate status", status_needs("<bookkeeping topic>")),
         ("kmigrate topics create", create_topic_needs("<new topic>")),

@@ -231,8 +231,10 @@ def refusal_line(text: str) -> str | None:
 
 # ===================================================================== what each command needs
 
-def partitions_needs(topics: Iterable[str], bookkeeping_topic: str, bookkeeping_exists: bool) -> list[Need]:
-    """``kmigrate partitions``: read the cluster, throttle, reassign, elect leaders, keep its records."""
+def partitions_needs(topics: Iterable[str], bookkeeping_topic: str, bookkeeping_exists: bool,
+                     canary_topic: str | None = None, canary_exists: bool = False) -> list[Need]:
+    """``kmigrate partitions``: read the cluster, throttle, reassign, elect leaders, keep its records;
+    with ``--throttle auto`` (``canary_topic``), run its canary and delete its topic at the end."""
     c = Resource.cluster()
     out = [
         Need(c, "DESCRIBE", "list reassignments and replica sizes (ListPartitionReassignments, DescribeLogDirs)"),
@@ -246,6 +248,10 @@ def partitions_needs(topics: Iterable[str], bookkeeping_topic: str, bookkeeping_
                 Need(r, "DESCRIBE_CONFIGS", "read its min.insync.replicas and throttle lists"),
                 Need(r, "ALTER_CONFIGS", "set and remove its replication throttle lists")]
     out += bookkeeping_needs(bookkeeping_topic, bookkeeping_exists)
+    if canary_topic is not None:
+        out += canary_needs(canary_topic, canary_exists)
+        out.append(Need(Resource.topic(canary_topic), "DELETE", "delete the auto throttle's canary topic at the end",
+                        canary_exists))
     return out
 
 

@@ -59,7 +59,8 @@ class Preparation:
             run.lease.refuse_overlap(ledger)
         self._read_ledger(ledger)
         all_topics = run.admin.describe(None)
-        run.leftover_canary = rq.auto is None and CANARY_TOPIC in all_topics
+        run.canary_exists = (rq.auto.canary_topic if rq.auto is not None else CANARY_TOPIC) in all_topics
+        run.leftover_canary = rq.auto is None and run.canary_exists
         for own in rq.not_moved():
             all_topics.pop(own, None)
         if rq.include is not None and not select_topics(all_topics, rq.include, None):
@@ -124,8 +125,10 @@ class Preparation:
 
     def _rights(self) -> list:
         run = self.run
+        auto = run.rq.auto
         return partitions_needs([t for t in run.topics if run.moves(t)], run.rq.bookkeeping_topic,
-                                run.book.exists(run.admin.admin))
+                                run.book.exists(run.admin.admin), None if auto is None else auto.canary_topic,
+                                run.canary_exists)
 
     def _check_rights(self) -> None:
         """BadInput (nothing changed) when the principal lacks a right the run needs; a dry run warns."""

@@ -133,6 +133,7 @@ class RunState:
         self.started_s = 0.0
         self.changed = False  # set once kmigrate may have changed the cluster
         self.halted: str | None = None  # why no more work is submitted (a --cancel from outside)
+        self.canary_exists = False  # the auto throttle's canary topic, when the run began
         self.leftover_canary = False  # a fixed-throttle run found the canary topic of an auto run killed before its end
         self.dirty: set[str] = set()  # topics whose moves in flight changed: throttle lists to update
         self.migration: tuple[str, ...] = (request.plan_id,)  # plan ids naming this migration (same mapping)
