@@ -3,12 +3,14 @@
 Two sandboxes of 1 ZooKeeper and 1 broker. The source has an orders topic, a compacted one, one
 written with transactions (a committed and an aborted one) and one a live producer writes to; group
 ``near`` committed at the end of some partitions and part-way through orders, group ``far`` far
-behind (MirrorMaker translates it conservatively: duplicates). In order: a group active on the
+behind, and group ``exact`` committed part-way on every partition it reads (one at 0, one at the
+end, one inside a transaction, one in the compacted topic). In order: a group active on the
 target is refused (exit 2, nothing changed); producers still writing fail the first gate (exit 1,
 the partition named); the producer stops; cutover is killed at two seeded points (after the first group's offsets,
 after the verify) and run again,
 and no offset on the target ever moves backwards; consumers started on the target from the
-translated offsets read every record they had not read, and exactly the duplicates reported.
+translated offsets read every record they had not read, and exactly the duplicates reported; each
+group's target offsets point at the copies of the records it reads next on the source (0 re-read).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ ORDERS, TABLE, TX, LIVE = "c-orders", "c-table", "c-tx", "c-live"
 SMALL_TOPICS = {f"c-small-{i}": {"retention.ms": str(86_400_000 * (i + 1)), "max.message.bytes": str(100_000 + i),
                                  **({"cleanup.policy": "compact,delete"} if i % 3 == 0 else {})} for i in range(7)}
 PARTITIONS = {ORDERS: 2, TABLE: 1, TX: 1, LIVE: 1, **{t: 1 + i % 2 for i, t in enumerate(SMALL_TOPICS)}}
-GROUPS = ("near", "far")
+EXACT = "exact"
+GROUPS = ("near", "far", EXACT)
 MASTER = "local[2]"
 QUIET = ("--quiet-period", "2s")
 
@@ -114,6 +117,9 @@ def source(clusters):
     o, tb, tx = ends(src, ORDERS), ends(src, TABLE), ends(src, TX)
     consume_and_commit(src, "near", {(ORDERS, 0): o[0] - 30, (ORDERS, 1): o[1], (TABLE, 0): tb[0], (TX, 0): tx[0]})
     consume_and_commit(src, "far", {(ORDERS, 0): 12, (ORDERS, 1): 40, (TABLE, 0): 7})
+    small = ends(src, "c-small-1")
+    consume_and_commit(src, EXACT, {(ORDERS, 0): 0, (ORDERS, 1): 137, (TABLE, 0): 61, (TX, 0): 50,
+                                    ("c-small-1", 0): small[0], ("c-small-1", 1): 4, ("c-small-2", 0): 9})
     return src
 
 
@@ -151,7 +157,7 @@ def mirror(clusters, source, state_dir):
 
 
 def cutover_args(clusters, state_dir, *extra: str) -> list[str]:
-    return ["mirror", "cutover", "--state-dir", str(state_dir), "--group", "near", "--group", "far",
+    return ["mirror", "cutover", "--state-dir", str(state_dir), *(a for g in GROUPS for a in ("--group", g)),
             *QUIET, "--timeout", "90s", "--master", MASTER, *extra]
 
 
@@ -238,6 +244,53 @@ def test_killed_at_seeded_points_then_run_again_converges_without_moving_offsets
             dup = by[(group, *tp)]["duplicates"]
             assert got[tp][len(got[tp]) - len(values):] == values, (group, tp)
             assert len(got[tp]) - len(values) == dup, (group, tp, len(got[tp]), len(values), dup)
+
+
+def next_record(bs: str, topic: str, partition: int, offset: int) -> tuple | None:
+    """The first committed record at or after ``offset``: (key, value, headers, timestamp); None at the end."""
+    c = Consumer({"bootstrap.servers": bs, "group.id": "test-next", "enable.auto.commit": False,
+                  "isolation.level": "read_committed", "enable.partition.eof": True})
+    try:
+        c.assign([TopicPartition(topic, partition, offset)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            m = c.poll(1.0)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == -191:
+                    return None
+                continue
+            return m.key(), m.value(), m.headers(), m.timestamp()[1]
+        raise AssertionError(f"{topic}-{partition} not read from {offset}")
+    finally:
+        c.close()
+
+
+def test_a_group_committed_part_way_on_every_partition_resumes_on_its_next_record(clusters, mirror, state_dir, capsys):
+    """At the switch the copy is complete: each partition's target offset is the copy of the record the
+    group reads next on the source (content equal), and no record is read twice."""
+    src, tgt = clusters
+    code, doc, err = run_json(capsys, *cutover_args(clusters, state_dir))
+    assert code == 0, err
+    mine = {(o["topic"], o["partition"]): o for o in doc["offsets"] if o["group"] == EXACT}
+    on_source = committed(src, EXACT)
+    assert set(mine) == set(on_source) and len(mine) == 7
+    rereads = {tp: o["duplicates"] for tp, o in mine.items()}
+    print(f"\ngroup {EXACT}: re-reads per partition {rereads}, total {sum(rereads.values())}", file=sys.__stderr__)
+    assert sum(rereads.values()) == 0, rereads
+    on_target = committed(tgt, EXACT)
+    for (topic, partition), offset in sorted(on_source.items()):
+        expected = next_record(src, topic, partition, offset)
+        assert next_record(tgt, topic, partition, on_target[(topic, partition)]) == expected, (topic, partition)
+        assert (expected is None) == (mine[(topic, partition)]["how"] == "end"), mine[(topic, partition)]
+    assert mine[(ORDERS, 1)]["how"] == "content" and mine[(TX, 0)]["how"] == "content"
+    groups = {g["group"]: g for g in doc["groups"]}
+    assert groups[EXACT]["rereads"] == 0 and groups[EXACT]["partitions"] == 7
+    assert all(g["rereads"] == 0 for g in groups.values()), groups
+    code, out, err = run(capsys, *cutover_args(clusters, state_dir))
+    assert code == 0, err
+    assert f"group {EXACT}: 0 record(s) read twice on the target" in out
 
 
 def test_status_after_the_cutover_reads_the_bookkeeping_and_counts_the_same_duplicates(clusters, mirror, state_dir, capsys):
