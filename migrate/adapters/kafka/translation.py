@@ -1,6 +1,6 @@
 """Kafka reads for kmigrate's own offset translation and MirrorMaker 1's status (confluent-kafka):
-a partition's record at an offset, the target's offset for a timestamp, a bounded window of records
-with their content digests, newest timestamps, and setting a group's offsets (a group's members:
+partitions' records from an offset (a bounded window, with their content digests), the target's
+offsets for timestamps, newest timestamps, and setting a group's offsets (a group's members:
 :meth:`migrate.adapters.kafka.mirror.MirrorCluster.group_members`).
 """
 
@@ -22,50 +22,72 @@ def _consumer(side: MirrorCluster) -> Consumer:
         "enable.partition.eof": True, "auto.offset.reset": "earliest", "logger": LIBRDKAFKA_LOG}))
 
 
-def read_records(side: MirrorCluster, topic: str, partition: int, start: int, end: int, limit: int) -> list[Record]:
-    """At most ``limit`` committed records of one partition from ``start`` (up to ``end``), with digests."""
-    if start >= end or limit <= 0:
-        return []
+def read_records(side: MirrorCluster, ranges: dict[tuple[str, int], tuple[int, int]], limit: int,
+                 until: dict[tuple[str, int], str] | None = None) -> dict[tuple[str, int], list[Record]]:
+    """(topic, partition) -> at most ``limit`` committed records from ``start`` (before ``end``) with their
+    digests, in order; a partition stops after the first record whose digest is ``until[(topic, partition)]``.
+    One consumer for every partition."""
+    until = until or {}
+    out: dict[tuple[str, int], list[Record]] = {tp: [] for tp in ranges}
+    todo = {tp for tp, (start, end) in ranges.items() if start < end} if limit > 0 else set()
+    if not todo:
+        return out
     consumer = _consumer(side)
-    out: list[Record] = []
     deadline = time.monotonic() + 4 * side.timeout_s
     try:
-        consumer.assign([TopicPartition(topic, partition, start)])
-        while len(out) < limit:
+        consumer.assign([TopicPartition(t, p, ranges[(t, p)][0]) for t, p in sorted(todo)])
+        while todo:
             if time.monotonic() > deadline:
-                raise StepFailed(f"reading {topic}[{partition}] of the {side.role} cluster from offset {start} stalled")
-            msgs = consumer.consume(min(1000, limit - len(out)), timeout=1.0)
-            done = False
-            for m in msgs:
+                raise StepFailed(f"reading {', '.join(f'{t}[{p}]' for t, p in sorted(todo))} of the {side.role} "
+                                 "cluster stalled")
+            done: list[tuple[str, int]] = []
+            for m in consumer.consume(1000, timeout=0.1):  # returns at 1000 or the timeout: short, not to wait on a few
+                tp = (m.topic(), m.partition())
+                if tp not in todo:
+                    continue
                 err = m.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
-                        done = True
-                        break
-                    raise StepFailed(f"cannot read {topic}[{partition}] of the {side.role} cluster: {err}")
-                out.append(Record(m.offset(), m.timestamp()[1],
-                                  record_digest(m.key(), m.value(), m.headers(), m.timestamp()[1])))
-                if m.offset() + 1 >= end or len(out) >= limit:
-                    done = True
-                    break
-            if done:
-                break
+                        todo.discard(tp)
+                        done.append(tp)
+                        continue
+                    raise StepFailed(f"cannot read {tp[0]}[{tp[1]}] of the {side.role} cluster: {err}")
+                deadline = time.monotonic() + 4 * side.timeout_s  # records come: not stalled
+                if m.offset() >= ranges[tp][1]:
+                    todo.discard(tp)
+                    done.append(tp)
+                    continue
+                rec = Record(m.offset(), m.timestamp()[1], record_digest(m.key(), m.value(), m.headers(), m.timestamp()[1]))
+                out[tp].append(rec)
+                if m.offset() + 1 >= ranges[tp][1] or len(out[tp]) >= limit or until.get(tp) == rec.digest:
+                    todo.discard(tp)
+                    done.append(tp)
+            if done and todo:
+                consumer.pause([TopicPartition(t, p) for t, p in done])
     finally:
         consumer.close()
     return out
 
 
-def offset_for_time(side: MirrorCluster, topic: str, partition: int, timestamp_ms: int) -> int | None:
-    """The earliest offset whose timestamp is at or after ``timestamp_ms`` (None: no such record)."""
+def offsets_for_times(side: MirrorCluster, stamps: dict[tuple[str, int], int]) -> dict[tuple[str, int], int | None]:
+    """(topic, partition) -> the earliest offset whose timestamp is at or after the one given (None: no such
+    record), in one request."""
+    if not stamps:
+        return {}
     consumer = _consumer(side)
     try:
-        got = consumer.offsets_for_times([TopicPartition(topic, partition, timestamp_ms)], timeout=side.timeout_s)
+        got = consumer.offsets_for_times([TopicPartition(t, p, ts) for (t, p), ts in sorted(stamps.items())],
+                                         timeout=side.timeout_s)
     except Exception as exc:
-        raise StepFailed(f"cannot look up a timestamp in {topic}[{partition}] of the {side.role} cluster: {exc}") from None
+        raise StepFailed(f"cannot look up timestamps in {', '.join(sorted({t for t, _ in stamps}))} of the "
+                         f"{side.role} cluster: {exc}") from None
     finally:
         consumer.close()
-    offset = got[0].offset
-    return None if offset < 0 else offset
+    bad = [tp for tp in got if tp.error is not None]
+    if bad:
+        raise StepFailed(f"cannot look up timestamps in the {side.role} cluster: "
+                         + ", ".join(f"{tp.topic}[{tp.partition}]: {tp.error}" for tp in bad))
+    return {(tp.topic, tp.partition): None if tp.offset < 0 else tp.offset for tp in got}
 
 
 def newest_timestamps(side: MirrorCluster, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from migrate.adapters.kafka import translation as reads
 from migrate.adapters.kafka.mirror import MirrorCluster
@@ -19,6 +20,8 @@ from migrate.core.mirror.translation import (PartitionFacts, PartitionTranslatio
                                              translate as translate_partition)
 from migrate.errors import BadInput
 from migrate.runner.mirror.clusters import Side, Started
+
+TP = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -71,9 +74,7 @@ def _translate_group(src: MirrorCluster, tgt: MirrorCluster, group: str, committ
     counts = src.topic_partitions()
     src_ends = src.end_offsets({t: counts[t] for t, _ in tps if t in counts})
     on_target = tgt.topic_partitions()
-    missing = sorted({t for t, _ in tps if t not in on_target})
-    if missing:
-        raise BadInput(f"group {group} reads {', '.join(missing)}, missing on the target: run kmigrate mirror create-topics")
+    _refuse_missing(group, {t for t, _ in tps}, on_target)
     tgt_ends = tgt.end_offsets({t: on_target[t] for t, _ in tps})
     mirror_at = src.committed_offsets(mirror_group, tps)
     scattered = partitions_not_kept({tp: (src_ends[tp][0], mirror_at[tp]) for tp in tps if tp in mirror_at}, tgt_ends)
@@ -81,24 +82,52 @@ def _translate_group(src: MirrorCluster, tgt: MirrorCluster, group: str, committ
         raise BadInput(f"the target holds fewer records than MirrorMaker 1 copied in {', '.join(f'{t}[{p}]' for t, p in scattered)}: "
                        "records are not in the same partitions on both sides (MirrorMaker 1 places unkeyed records "
                        "anywhere), so offsets cannot be translated per partition; nothing set")
-    kept = {t: kind != "LogAppendTime" for t, kind in reads.timestamp_types(tgt, sorted({t for t, _ in tps})).items()}
-    out = []
-    for topic, partition in tps:
-        c = committed[(topic, partition)]
-        s_start, s_end = src_ends[(topic, partition)]
-        t_start, t_end = tgt_ends[(topic, partition)]
-        nxt = reads.read_records(src, topic, partition, max(c, s_start), s_end, 1)
-        nxt_rec = nxt[0] if nxt else None
-        keeps = kept.get(topic, True)
-        bound = None
-        if nxt_rec is not None and keeps:
-            bound = reads.offset_for_time(tgt, topic, partition, nxt_rec.timestamp)
-        start_at = bound if keeps else t_start
-        win = tuple(reads.read_records(tgt, topic, partition, start_at, t_end, window)) if (
-            nxt_rec is not None and start_at is not None) else ()
-        facts = PartitionFacts(c, s_end, nxt_rec, t_start, t_end, bound, win, keeps)
-        out.append(translate_partition(group, topic, partition, facts))
+    facts = content_facts(src, tgt, group, committed, window)
+    return [translate_partition(group, topic, partition, facts[(topic, partition)]) for topic, partition in tps]
+
+
+def content_facts(src: MirrorCluster, tgt: MirrorCluster, group: str, committed: dict[TP, int], window: int,
+                  target_topic: Callable[[str], str] = lambda name: name) -> dict[TP, PartitionFacts]:
+    """What :func:`migrate.core.mirror.translation.translate` needs for each of ``group``'s partitions
+    (``committed``: source (topic, partition) -> its committed offset), read with one consumer per step
+    for all of them: the source's next records, the target's offsets for their timestamps, then the
+    target's records from there (each partition stops at the first record with the same content).
+    ``target_topic``: the target's name of a source topic (the engine's replication policy)."""
+    tps = sorted(committed)
+    counts = src.topic_partitions()
+    src_ends = src.end_offsets({t: counts[t] for t, _ in tps if t in counts})
+    on_target = tgt.topic_partitions()
+    names = {t: target_topic(t) for t, _ in tps}
+    _refuse_missing(group, set(names.values()), on_target)
+    on = {tp: (names[tp[0]], tp[1]) for tp in tps}  # the target's (topic, partition) of a source's
+    tgt_ends = tgt.end_offsets({names[t]: on_target[names[t]] for t, _ in tps})
+    kept = {t: kind != "LogAppendTime" for t, kind in reads.timestamp_types(tgt, sorted(set(names.values()))).items()}
+    firsts = reads.read_records(src, {tp: (max(committed[tp], src_ends[tp][0]), src_ends[tp][1]) for tp in tps}, 1)
+    nexts = {tp: recs[0] if recs else None for tp, recs in firsts.items()}
+    bounds = reads.offsets_for_times(tgt, {on[tp]: rec.timestamp for tp, rec in nexts.items()
+                                           if rec is not None and kept.get(on[tp][0], True)})
+    starts: dict[TP, int] = {}
+    for tp in tps:
+        keeps = kept.get(on[tp][0], True)
+        start_at = bounds.get(on[tp]) if keeps else tgt_ends[on[tp]][0]
+        if nexts[tp] is not None and start_at is not None:
+            starts[tp] = start_at
+    windows = reads.read_records(tgt, {on[tp]: (s, tgt_ends[on[tp]][1]) for tp, s in starts.items()}, window,
+                                 until={on[tp]: nexts[tp].digest for tp in starts})
+    out = {}
+    for tp in tps:
+        t_start, t_end = tgt_ends[on[tp]]
+        keeps = kept.get(on[tp][0], True)
+        out[tp] = PartitionFacts(committed[tp], src_ends[tp][1], nexts[tp], t_start, t_end,
+                                 bounds.get(on[tp]) if keeps else None,
+                                 tuple(windows.get(on[tp], ())) if tp in starts else (), keeps)
     return out
+
+
+def _refuse_missing(group: str, names: set[str], on_target: dict[str, int]) -> None:
+    missing = sorted(names - set(on_target))
+    if missing:
+        raise BadInput(f"group {group} reads {', '.join(missing)}, missing on the target: run kmigrate mirror create-topics")
 
 
 def mirror_group(state_dir: Path) -> str:
