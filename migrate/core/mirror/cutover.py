@@ -7,7 +7,7 @@ a. producers stopped: the source's end offsets of every mirrored partition uncha
 b. replicated to the last record: MirrorMaker's stored position (its Connect offsets) reaches the
    source end, a trailing transaction marker not counted (:func:`migrate.core.mirror.status.partition_lags`);
 c. each group stopped on the source (no members) and not active on the target (a refusal);
-d. offsets translated (:func:`choose_offset`) and set on the target (:func:`target_write`);
+d. offsets translated (:func:`choose_offset`, made exact by content: :func:`exact_offset`) and set on the target (:func:`target_write`);
 e. the cross-cluster verify, records past the common prefix counted as differences;
 f. what clients change: ``bootstrap.servers``.
 
@@ -25,6 +25,12 @@ candidates, each safe on its own, and the largest wins (fewest duplicates):
   neither a checkpoint nor a sync before it): the target's log start, never ahead, every record
   before the group's position read again (counted as duplicates).
 
+At the switch the copy is complete, so each group's exact position can be found: MirrorMaker 2's
+offset is made exact by content (:func:`exact_offset`: the first target record, from the source
+record's timestamp on, whose content equals the record the group reads next on the source), as
+kmigrate translates MirrorMaker 1's offsets; where content cannot decide, the safe offset above stays
+(or the timestamp bound, when later). The JSON says which method decided each partition.
+
 Duplicates (records a consumer switched to the target reads again) are counted, not estimated:
 ``committed records on the target from the translated offset to its end`` minus ``committed records
 on the source from the group's offset to its end`` (once producers are stopped and the copy is
@@ -39,9 +45,11 @@ same clusters and converges.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import struct
 from typing import Iterable, Mapping
+
+from migrate.core.mirror.translation import PartitionTranslation
 
 TP = tuple[str, int]
 
@@ -104,10 +112,12 @@ class Translation:
     partition: int
     source_committed: int
     offset: int | None  # the safe target offset (None: refused)
-    how: str  # checkpoint | offset-sync | end | log-start | refused
+    how: str  # content | checkpoint | offset-sync | end | timestamp-bound | log-start | refused
     checkpoint: tuple[int, int] | None = None  # MirrorMaker's (upstream, downstream), if any
     reason: str = ""  # why refused, or a note
     duplicates: int | None = None  # records read again on the target (None: not counted)
+    mirrormaker: tuple[int | None, str] | None = None  # MirrorMaker's own (offset, how), when content decided
+    content: tuple[int, str] | None = None  # kmigrate's translation by content: (offset, how)
 
     @property
     def key(self) -> TP:
@@ -118,7 +128,11 @@ class Translation:
                 "source_committed": self.source_committed, "target_offset": self.offset, "how": self.how,
                 "checkpoint": None if self.checkpoint is None else {"upstream": self.checkpoint[0],
                                                                     "downstream": self.checkpoint[1]},
-                "duplicates": self.duplicates, "reason": self.reason}
+                "duplicates": self.duplicates, "reason": self.reason,
+                "mirrormaker": None if self.mirrormaker is None else {"target_offset": self.mirrormaker[0],
+                                                                      "how": self.mirrormaker[1]},
+                "content": None if self.content is None else {"target_offset": self.content[0],
+                                                              "how": self.content[1]}}
 
 
 def choose_offset(group: str, tp: TP, committed: int, checkpoint: tuple[int, int] | None,
@@ -161,6 +175,94 @@ def choose_offset(group: str, tp: TP, committed: int, checkpoint: tuple[int, int
     return Translation(group, tp[0], tp[1], committed, offset, how, checkpoint, note)
 
 
+def exact_offset(mm: Translation, content: PartitionTranslation | None) -> Translation:
+    """At the switch (producers stopped, the copy complete): MirrorMaker's safe offset ``mm`` made exact by
+    kmigrate's translation by content (``core/mirror/translation.py``: the first target record at or after
+    the source record's timestamp whose key, value, headers and timestamp equal it).
+
+    * content confirmed: its offset, the copy of the record the group reads next (never ahead: the first
+      match is not after the first copy), even where MirrorMaker's offset is later (they disagree: an
+      offset MirrorMaker translated past the first copy is not trusted);
+    * the group at the source's end: the target's end;
+    * content cannot decide (no match within the window, timestamps not kept, the record not found):
+      the largest of the safe offsets, MirrorMaker's and the timestamp bound (every copy of the record is
+      at or after it), re-read records counted by the caller.
+
+    >>> mm = Translation("g", "t", 0, 150, 99, "offset-sync")
+    >>> exact = exact_offset(mm, PartitionTranslation("g", "t", 0, 150, 152, "confirmed", 0))
+    >>> exact.offset, exact.how, exact.mirrormaker, exact.content
+    (152, 'content', (99, 'offset-sync'), (152, 'confirmed'))
+    >>> exact_offset(mm, PartitionTranslation("g", "t", 0, 150, 120, "timestamp bound", 32)).how
+    'timestamp-bound'
+    >>> exact_offset(mm, PartitionTranslation("g", "t", 0, 150, 90, "timestamp bound", 62)).how
+    'offset-sync'
+    >>> exact_offset(mm, PartitionTranslation("g", "t", 0, 150, 400, "not copied yet", None)).offset
+    99
+    """
+    if content is None:
+        return mm
+    found = (content.offset, content.how)
+    if content.how == "confirmed":
+        note = "" if mm.offset is None or mm.offset <= content.offset else (
+            f"MirrorMaker's {mm.how} offset {mm.offset} is after the first copy of the group's next record "
+            f"({content.offset}): not trusted")
+        return replace(mm, offset=content.offset, how="content", reason=note, mirrormaker=(mm.offset, mm.how),
+                       content=found)
+    if content.how == "at the end":
+        return replace(mm, offset=content.offset, how="end", reason="", mirrormaker=(mm.offset, mm.how),
+                       content=found)
+    undecided = "not confirmed by content (" + content.how + "): an earlier safe offset, records re-read"
+    if content.how == "timestamp bound" and (mm.offset is None or content.offset > mm.offset):
+        return replace(mm, offset=content.offset, how="timestamp-bound", reason=undecided,
+                       mirrormaker=(mm.offset, mm.how), content=found)
+    if mm.offset is None:
+        return replace(mm, content=found)
+    return replace(mm, reason=mm.reason or undecided, content=found)
+
+
+@dataclass(frozen=True)
+class GroupRereads:
+    """One group's records read twice on the target after the switch, summed over its partitions."""
+
+    group: str
+    partitions: int
+    rereads: int | None  # None: a partition refused or not counted
+    methods: dict[str, int]  # how -> partitions it decided
+
+    def to_dict(self) -> dict:
+        return {"group": self.group, "partitions": self.partitions, "rereads": self.rereads, "methods": self.methods}
+
+    def line(self) -> str:
+        """The report's line.
+
+        >>> GroupRereads("g", 3, 0, {"content": 2, "end": 1}).line()
+        'group g: 0 record(s) read twice on the target (3 partition(s): content 2, end 1)'
+        """
+        count = "?" if self.rereads is None else str(self.rereads)
+        how = ", ".join(f"{k} {v}" for k, v in sorted(self.methods.items()))
+        return f"group {self.group}: {count} record(s) read twice on the target ({self.partitions} partition(s): {how})"
+
+
+def group_rereads(translations: Iterable[Translation]) -> list[GroupRereads]:
+    """Per group, in first-seen order: its partitions, the records they re-read, which method decided them.
+
+    >>> [g.rereads for g in group_rereads([Translation("a", "t", 0, 5, 5, "content", duplicates=0),
+    ...   Translation("a", "t", 1, 5, 2, "checkpoint", duplicates=3), Translation("b", "t", 0, 5, None, "refused")])]
+    [3, None]
+    """
+    by: dict[str, list[Translation]] = {}
+    for t in translations:
+        by.setdefault(t.group, []).append(t)
+    out = []
+    for group, mine in by.items():
+        counts = [t.duplicates for t in mine]
+        methods: dict[str, int] = {}
+        for t in mine:
+            methods[t.how] = methods.get(t.how, 0) + 1
+        out.append(GroupRereads(group, len(mine), None if any(c is None for c in counts) else sum(counts), methods))
+    return out
+
+
 def with_duplicates(t: Translation, target_records_after: int, source_records_after: int) -> Translation:
     """``t`` with its duplicates counted: committed records on the target from ``t.offset`` to its end
     minus those on the source from the group's offset to its end; fewer on the target refuses it
@@ -173,11 +275,11 @@ def with_duplicates(t: Translation, target_records_after: int, source_records_af
     """
     extra = target_records_after - source_records_after
     if extra < 0:
-        return Translation(t.group, t.topic, t.partition, t.source_committed, None, "refused", t.checkpoint,
-                           f"target offset {t.offset} ({t.how}) would skip {-extra} record(s): the target holds "
-                           f"{target_records_after} after it, the source {source_records_after} after the group's "
-                           "offset; is MirrorMaker's copy complete?", None)
-    return Translation(t.group, t.topic, t.partition, t.source_committed, t.offset, t.how, t.checkpoint, t.reason, extra)
+        return replace(t, offset=None, how="refused", duplicates=None,
+                       reason=f"target offset {t.offset} ({t.how}) would skip {-extra} record(s): the target holds "
+                              f"{target_records_after} after it, the source {source_records_after} after the group's "
+                              "offset; is MirrorMaker's copy complete?")
+    return replace(t, duplicates=extra)
 
 
 @dataclass(frozen=True)
