@@ -3,14 +3,15 @@
 Two sandboxes of 1 ZooKeeper and 1 broker. The source has an orders topic, a compacted one, one
 written with transactions (a committed and an aborted one) and one a live producer writes to; group
 ``near`` committed at the end of some partitions and part-way through orders, group ``far`` far
-behind, and group ``exact`` committed part-way on every partition it reads (one at 0, one at the
-end, one inside a transaction, one in the compacted topic). In order: a group active on the
-target is refused (exit 2, nothing changed); producers still writing fail the first gate (exit 1,
-the partition named); the producer stops; cutover is killed at two seeded points (after the first group's offsets,
-after the verify) and run again,
-and no offset on the target ever moves backwards; consumers started on the target from the
-translated offsets read every record they had not read, and exactly the duplicates reported; each
-group's target offsets point at the copies of the records it reads next on the source (0 re-read).
+behind (MirrorMaker's own translation re-reads records there; kmigrate's by content does not), and
+group ``exact`` committed part-way on every partition it reads (one at 0, one at the end, one inside
+a transaction, one in the compacted topic). In order: a group active on the target is refused (exit
+2, nothing changed); producers still writing fail the first gate (exit 1, the partition named); the
+producer stops; cutover is killed at two seeded points (after the first group's offsets, after the
+verify) and run again, and no offset on the target ever moves backwards; consumers started on the
+target from the translated offsets read every record they had not read, and exactly the duplicates
+reported; each group's target offsets point at the copies of the records it reads next on the
+source (0 re-read).
 """
 
 from __future__ import annotations
@@ -234,7 +235,10 @@ def test_killed_at_seeded_points_then_run_again_converges_without_moving_offsets
     print(f"\ncut-over window with two kills and re-runs: {window:.1f} s (last run {doc['seconds']} s)", file=sys.__stderr__)
     by = {(o["group"], o["topic"], o["partition"]): o for o in doc["offsets"]}
     assert by[("near", TX, 0)]["duplicates"] == 0  # at the end, past the aborted transaction's marker
-    assert by[("far", ORDERS, 0)]["duplicates"] > 0  # far behind: MirrorMaker translated it conservatively
+    # far behind: MirrorMaker's few offset-syncs give an earlier offset; content finds the exact one
+    far = by[("far", ORDERS, 0)]
+    assert far["duplicates"] == 0 and far["how"] == "content", far
+    assert far["mirrormaker"]["target_offset"] < far["target_offset"], far
     # consumers started on the target from the translated offsets: none skipped, duplicates as reported
     for group in GROUPS:
         on_source = committed(src, group)

@@ -163,6 +163,8 @@ def cutover(result) -> None:
         table.add_row(t.group, t.topic, str(t.partition), str(t.source_committed), str(t.offset), t.how,
                       "-" if t.duplicates is None else str(t.duplicates))
     console.print(table)
+    for g in result.groups:
+        console.print(g.line(), markup=False)
     for w in result.writes:
         if w["note"]:
             console.print(f"{w['group']} {w['topic']}-{w['partition']}: {w['note']}", markup=False)

@@ -361,6 +361,16 @@ class MirrorDefinition:
     framework: dict[str, str] = field(default_factory=dict)
 
 
+def target_topic(source_topic: str) -> str:
+    """The target's name of a mirrored source topic: the same (:func:`mirror_definition` sets
+    ``IdentityReplicationPolicy``; the default policy would prefix the source's alias).
+
+    >>> target_topic("orders")
+    'orders'
+    """
+    return source_topic
+
+
 def mirror_definition(plan: MirrorPlan, source_client: dict[str, str], target_client: dict[str, str], *,
                       tasks: int = 2, offset_lag_max: int = 100) -> MirrorDefinition:
     """kmigrate's flow: identity names, config and ACL sync off (kmigrate owns them), offset syncs and

@@ -7,8 +7,9 @@
     b. replicated: MirrorMaker's stored position reaches every source end (a trailing transaction
        marker is not lag);
     c. the groups checked again (still empty on the source, still not active on the target);
-    d. offsets translated (MirrorMaker's checkpoints, its offset-syncs, the end rule), duplicates
-       counted per partition, recorded in the bookkeeping, then committed on the target;
+    d. offsets translated (MirrorMaker's checkpoints, its offset-syncs, the end rule; made exact by
+       content where the engine can: the copy is complete), duplicates counted per partition and per
+       group, recorded in the bookkeeping, then committed on the target;
     e. the cross-cluster Spark verify of the mirrored topics, records past the common prefix failing it;
     f. what clients change.
 
@@ -33,8 +34,9 @@ from typing import Callable
 from migrate.adapters.kafka.mirror import MirrorCluster
 from migrate.adapters.kafka.translation import set_group_offsets
 from migrate.core.ledger import MIRROR_TOPIC
-from migrate.core.mirror.cutover import (Translation, client_changes, ends_key, moving_partitions, passed_gates,
-                                         recorded_offsets, target_write, with_duplicates)
+from migrate.core.mirror.cutover import (GroupRereads, Translation, client_changes, ends_key, group_rereads,
+                                         moving_partitions, passed_gates, recorded_offsets, target_write,
+                                         with_duplicates)
 from migrate.core.mirror.plan import compile_filter, is_internal_topic
 from migrate.core.mirror.rights import cutover_needs
 from migrate.errors import BadInput, StepFailed
@@ -89,10 +91,16 @@ class CutoverResult:
     def ok(self) -> bool:
         return all(t.offset is not None for t in self.translations)
 
+    @property
+    def groups(self) -> list[GroupRereads]:
+        """Per group, the records its consumers read twice on the target and which method decided its offsets."""
+        return group_rereads(self.translations)
+
     def to_dict(self) -> dict:
         return {"source": self.source, "target": self.target, "dry_run": self.dry_run, "ok": self.ok,
                 "gates": [g.to_dict() for g in self.gates], "offsets": [t.to_dict() for t in self.translations],
                 "writes": self.writes, "duplicates": sum(t.duplicates or 0 for t in self.translations),
+                "groups": [g.to_dict() for g in self.groups],
                 "clients": self.clients, "seconds": round(self.seconds, 1)}
 
 

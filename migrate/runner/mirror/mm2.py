@@ -19,22 +19,25 @@ from migrate.adapters.kafka.mirror import MirrorCluster
 from migrate.adapters.mirrormaker.mm2 import MirrorMakerProcess, free_port
 from migrate.adapters.processes import StopResult
 from migrate.core.clientconfig import ClientSettings
-from migrate.core.mirror.cutover import Translation, choose_offset, mirror_history, offset_syncs
+from migrate.core.mirror.cutover import Translation, choose_offset, exact_offset, mirror_history, offset_syncs
 from migrate.core.mirror.plan import (CHECKPOINTS_TOPIC, CONNECT_OFFSETS_TOPIC, CONNECT_STATUS_TOPIC, HEARTBEATS_TOPIC,
                                       INTERNAL_TOPICS, OFFSET_SYNCS_TOPIC, STARTED_MARKER, WORKER_GROUP, MirrorPlan,
                                       TopicReading, authorization_refusals, compile_filter, config_differences,
                                       heartbeat_timestamp, is_internal_topic, latest_checkpoints, mirrored_positions,
-                                      mm2_properties, render_properties, same_configuration, task_states)
+                                      mm2_properties, render_properties, same_configuration, target_topic, task_states)
 from migrate.core.mirror.rights import Needs, mm2_needs, refusal_message
 from migrate.core.mirror.status import ConnectState, GroupOffset, MirrorStatus, PartitionLag, partition_lags
+from migrate.core.mirror.translation import PartitionTranslation, translate as translate_partition
 from migrate.core.permissions import principal_of
 from migrate.errors import BadInput, KmigrateError, StepFailed
 from migrate.runner.mirror.clusters import Clusters, Request, Started, read_plan
 from migrate.runner.mirror.connect import ConnectConfigs, connect_configs
 from migrate.runner.mirror.engine import TP, Engine, Say
 from migrate.runner.mirror.topics import CreateResult, create_topics
+from migrate.runner.mirror.translate import content_facts
 from migrate.waiting import Clock, poll
 
+CONTENT_WINDOW = 10000  # target records read per partition, at most, to find the copy of a group's next record
 HEADER = "Written by kmigrate mirror start: regenerated at every start, do not edit."
 
 
@@ -171,16 +174,25 @@ class MirrorMaker2(Engine):
                           committed: dict[str, dict[TP, int]], timeout_s: float, say: Say,
                           clock: Clock) -> list[Translation]:
         """MirrorMaker's checkpoints and offset-syncs (:func:`migrate.core.mirror.cutover.choose_offset`),
-        after waiting (up to 3 checkpoint intervals) for its checkpoints of the groups' last commits."""
+        made exact by content (:func:`migrate.core.mirror.cutover.exact_offset`: the copy is complete at
+        the switch). MirrorMaker's checkpoints of the groups' last commits are waited for (up to 3
+        checkpoint intervals) only where content cannot decide."""
+        src, tgt = mirror.clusters.source, mirror.clusters.target
+        content: dict[tuple[str, str, int], PartitionTranslation] = {}
+        for group in groups:
+            facts = content_facts(src, tgt, group, committed[group], CONTENT_WINDOW, target_topic)
+            content.update({(group, *tp): translate_partition(group, *tp, f) for tp, f in facts.items()})
         latest: list[list[Translation]] = [[]]
 
         def exact() -> bool:
-            latest[0] = _translate_once(mirror.clusters, topics, groups, committed)
-            return all(t.how in ("end", "log-start") or (t.checkpoint is not None and t.checkpoint[0] == t.source_committed)
-                       for t in latest[0])
+            latest[0] = [exact_offset(t, content.get((t.group, *t.key)))
+                         for t in _translate_once(mirror.clusters, topics, groups, committed)]
+            return all(t.how in ("content", "end", "log-start")
+                       or (t.checkpoint is not None and t.checkpoint[0] == t.source_committed) for t in latest[0])
 
         if not poll(exact, timeout_s=min(16.0, timeout_s), interval_s=2.0, clock=clock):
-            say("MirrorMaker has no checkpoint yet of some groups' last commit: translating from its offset-syncs")
+            say("MirrorMaker has no checkpoint yet of some groups' last commit, and content did not decide: "
+                "translating from its offset-syncs")
         return latest[0]
 
     def connect_configs(self, req: Request, tasks: int, out: Path | None) -> ConnectConfigs:
