@@ -181,6 +181,8 @@ class MirrorCluster:
         return self._list_offsets([(t, p) for t, n in sorted(topics.items()) for p in range(n)])
 
     def _consumer(self) -> Consumer:
+        """A read_committed reader; its reads ``consume`` with a short timeout: ``consume`` returns at its
+        count or its timeout, so a long one costs each read of a few records that whole timeout."""
         return Consumer(self.settings.confluent(**{
             "group.id": "kmigrate-mirror-reader", "enable.auto.commit": False, "isolation.level": "read_committed",
             "enable.partition.eof": True, "auto.offset.reset": "earliest", "logger": LIBRDKAFKA_LOG}))
@@ -211,7 +213,7 @@ class MirrorCluster:
                 if time.monotonic() > deadline:
                     raise StepFailed(f"reading {topic} of the {self.role} cluster stalled: partitions {sorted(todo)} "
                                      "not read to their end")
-                for msg in consumer.consume(1000, timeout=1.0):
+                for msg in consumer.consume(1000, timeout=0.1):
                     err = msg.error()
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
@@ -245,7 +247,7 @@ class MirrorCluster:
         try:
             consumer.assign([TopicPartition(t, p, o) for (t, p), o in starts.items()])
             while todo and time.monotonic() < deadline:
-                for msg in consumer.consume(500, timeout=1.0):
+                for msg in consumer.consume(500, timeout=0.1):
                     tp = (msg.topic(), msg.partition())
                     if tp not in todo:
                         continue
@@ -311,7 +313,7 @@ class MirrorCluster:
                 if time.monotonic() > deadline:
                     raise StepFailed(f"counting records of the {self.role} cluster stalled: "
                                      + ", ".join(f"{t}-{p}" for t, p in sorted(todo)) + " not read to their end")
-                for msg in consumer.consume(1000, timeout=1.0):
+                for msg in consumer.consume(1000, timeout=0.1):
                     tp = (msg.topic(), msg.partition())
                     if tp not in todo:
                         continue
