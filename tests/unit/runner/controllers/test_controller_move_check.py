@@ -65,3 +65,39 @@ def test_a_removal_waits_until_the_voters_were_seen_fetching_over_a_second():
     assert move._staleness(_at(500, {1: 450, 3: 400}, leader=2)) == frozenset() and move._stale is None  # new leader
     assert move._staleness(Quorum(2, 8, 100, (Replica(2, "d2", 100, None, None),), ())) == frozenset()  # no clock
     assert move._stale == frozenset()  # nothing to tell by: nothing held back
+
+
+def test_a_read_asks_the_last_leader_first_and_probes_the_removed_controllers_all_at_once(monkeypatch):
+    """A stopped controller on a host that drops packets costs a probe its whole timeout: the removed controllers
+    are probed at the same time (each probe waits at a barrier the others must reach: one after the other, it
+    breaks), and the quorum is asked of the last leader first, not of a stopped controller listed first."""
+    import threading
+
+    from migrate.adapters.kafka import voters as kv
+    from migrate.runner.controllers import move as move_module
+
+    asked: list[list[str]] = []
+    voters = tuple(Replica(i, f"d{i}", 100, 1000, 1000) for i in (1, 2, 3))
+    quorum = Quorum(2, 7, 100, voters, ())
+
+    def read_controllers(addresses, settings=None, timeout_s=5.0):
+        asked.append(list(addresses))
+        return kv.ControllerView("c2:9093", quorum, 1)
+
+    barrier = threading.Barrier(3, timeout=5)
+
+    def answers(address, settings):
+        barrier.wait()  # BrokenBarrierError unless all three probes are in flight together
+        return address != "c1:9093"
+
+    monkeypatch.setattr(kv, "read_controllers", read_controllers)
+    monkeypatch.setattr(move_module, "_answers", answers)
+    move = ControllerMove(ControllerMoveRequest(controllers=("c1:9093", "c2:9093", "c3:9093"), adds=(7, 8, 9),
+                                                removes=(1, 2, 3)))
+    move.addresses = {1: "c1:9093", 2: "c2:9093", 3: "c3:9093", 7: "c7:9093", 8: "c8:9093", 9: "c9:9093"}
+    move.cluster_id = "x"
+    monkeypatch.setattr(move, "_broker_ids", lambda: [])
+    _view, reading = move.read()
+    assert reading.stopped_ids == frozenset({1})
+    move.read()
+    assert asked[0][0] == "c1:9093" and asked[1][0] == "c2:9093"
