@@ -152,7 +152,9 @@ def test_compare_on_a_spark_standalone_cluster_and_a_snapshot_there_equals_a_loc
     host = free_ip_prefix(1) + ".1"
     spark_dir = runs.work / "spark"
     spark_conf = ["--spark-conf", f"spark.driver.host={host}", "--spark-conf", f"spark.driver.bindAddress={host}",
-                  "--spark-conf", "spark.executor.memory=512m", "--spark-conf", "spark.executor.cores=1"]
+                  "--spark-conf", "spark.executor.memory=512m", "--spark-conf", "spark.executor.cores=1",
+                  # a few thousand records: the executors' C2 compiler would cost more CPU than it saves
+                  "--spark-conf", "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"]
     on_cluster = runs.work / "cluster.json"
     with standalone_cluster(host, spark_dir, workers=2, cores=1, memory="1g") as master:
         r = runs.kmigrate("verify", "compare", str(runs.work / "before.json"), "--bootstrap-server",

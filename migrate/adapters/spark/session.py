@@ -561,8 +561,10 @@ def standalone_cluster(host: str, work_dir: Path, workers: int = 2, cores: int =
 
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
+    # the master and workers only schedule: small heaps, C1 only (each was a full JIT JVM beside the executors)
     env = {**os.environ, "SPARK_LOCAL_IP": host, "SPARK_LOG_DIR": str(work_dir / "logs"),
-           "SPARK_NO_DAEMONIZE": "1", "SPARK_WORKER_DIR": str(work_dir / "work")}
+           "SPARK_NO_DAEMONIZE": "1", "SPARK_WORKER_DIR": str(work_dir / "work"), "SPARK_DAEMON_MEMORY": "256m",
+           "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
     port, ui = _free_port(host), _free_port(host)
     procs: list[subprocess.Popen] = []
     logs = []
