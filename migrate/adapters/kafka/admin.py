@@ -298,6 +298,24 @@ class ReassignmentAdmin:
                             out[key] = max(out.get(key, 0), int(p["partition_size"]))
         return out
 
+    def free_disk(self, brokers: list[int]) -> dict[int, float]:
+        """Broker -> usable / total bytes of its fullest log dir (``DescribeLogDirs`` asking for no partition: the
+        totals alone, Kafka 3.3+, KIP-827). A broker that does not answer, or gives no totals, is left out."""
+        out: dict[int, float] = {}
+        for b in brokers:
+            try:
+                answers = self.kp.describe_log_dirs(topic_partitions={}, brokers=[b])
+            except Exception as exc:  # noqa: BLE001 - not known this time
+                log.debug("describe_log_dirs (totals) on broker %s failed: %s", b, exc)
+                continue
+            ratios = [int(d["usable_bytes"]) / int(d["total_bytes"]) for answer in answers
+                      for d in answer.get("log_dirs", ())
+                      if not d.get("error_code", 0) and int(d.get("total_bytes", -1) or -1) > 0
+                      and int(d.get("usable_bytes", -1)) >= 0]
+            if ratios:
+                out[b] = round(min(ratios), 4)
+        return out
+
     # --------------------------------------------------------------- elections
     def elect_preferred(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], str | None]:
         """Preferred leader election; per partition ``None`` when its leader is (now) the first

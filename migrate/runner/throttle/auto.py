@@ -12,7 +12,8 @@ How one run drives it (:class:`AutoRunner`, called from :mod:`migrate.runner.par
    first step;
 2. :meth:`AutoRunner.tick`, on every look of the loop: every ``window_s``, the acks since the last
    window (per canary partition leader, a wait going on as a stall) and the rails (partitions of the
-   run's topics *not being moved* under min ISR, or with a follower out of the ISR) go to
+   run's topics *not being moved* under min ISR, or with a follower out of the ISR; the free disk of
+   the brokers taking part, from DescribeLogDirs' totals) go to
    :meth:`Controller.step` for the brokers taking part (those of the moves not finished);
 3. each decision: the ``throttle-auto`` record and the ``throttle-broker`` records of the new rate
    are written first, then the rate is set (:meth:`Throttles.set_rates`), the broker's moves in
@@ -151,11 +152,17 @@ class AutoRunner:
         return sorted(out)
 
     def _health(self, described):
+        """The rails: partitions not being moved (under min ISR, lagging) and the free disk of the brokers taking part."""
         run = self.run
         moving = {m.key for m in run.tasks.flying()}
         parts = [(t.name, p.partition, tuple(p.replicas), tuple(p.isr))
                  for t in described.values() for p in t.partitions]
-        return health_from_partitions(parts, run.view.min_isr, moving)
+        health = health_from_partitions(parts, run.view.min_isr, moving)
+        try:
+            disk = run.admin.free_disk(self._brokers())
+        except Exception:  # noqa: BLE001 - no totals this time: the disk rail waits for the next window
+            disk = {}
+        return replace(health, free_disk_ratio=disk)
 
     def _apply(self, decisions: list[Decision]) -> None:
         """Record each decision, then change the rates, then cap the moves; emit each one."""

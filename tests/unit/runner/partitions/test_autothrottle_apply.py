@@ -65,3 +65,29 @@ def test_a_broker_that_refuses_keeps_its_rate_and_the_next_step_tries_again():
     cluster.refuse = set()
     r._apply(r.controller.step(20.0, LatencyWindow(20.0, 0.03, 50), Health(), [4]))
     assert cluster.configs[4]["follower.replication.throttled.rate"] == "40000000"
+
+
+def test_the_free_disk_of_the_brokers_taking_part_is_a_rail_of_each_step():
+    """The rails the runner reads each window carry the free disk of the brokers taking part (DescribeLogDirs'
+    totals); a target broker below the floor holds its rate and one move at a time."""
+    r, run, _cluster, _seen = _runner()
+    asked = []
+
+    def free_disk(brokers):
+        asked.append(list(brokers))
+        return {4: 0.03, 5: 0.60}
+
+    run.admin = SimpleNamespace(free_disk=free_disk)
+    run.view = SimpleNamespace(min_isr={})
+    r._brokers = lambda: [4, 5]
+    health = r._health({})
+    assert asked == [[4, 5]] and dict(health.free_disk_ratio) == {4: 0.03, 5: 0.60}
+    r.controller.step(0.0, None, Health(), [4, 5])
+    (d4,) = [d for d in r.controller.step(10.0, LatencyWindow(10.0, 0.03, 50), health, [4, 5]) if d.broker == 4]
+    assert "free disk 3% on broker 4" in d4.reason and d4.moves == 1 and d4.new_rate <= d4.old_rate
+
+    def refused(brokers):
+        raise RuntimeError("CLUSTER_AUTHORIZATION_FAILED")
+
+    run.admin = SimpleNamespace(free_disk=refused)
+    assert dict(r._health({}).free_disk_ratio) == {}  # not known this time: no rail, no failure
