@@ -31,6 +31,9 @@ Definitions (what the report's numbers mean):
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+from migrate.core.report.timeline import Timeline
 
 OVERDUE_AFTER_S = 10.0
 
@@ -74,6 +77,8 @@ class StallClock:
     waiting: dict[int, int] = field(default_factory=dict)
     since: dict[int, float] = field(default_factory=dict)
     worst: Stall = field(default_factory=Stall)
+    on_close: Callable[[float, float], None] | None = None
+    """Told every wait that ends, ``(began, ended)`` (the canary's timeline draws them)."""
 
     def wait(self, partition: int, now_s: float) -> None:
         if not self.waiting.get(partition):
@@ -88,8 +93,14 @@ class StallClock:
 
     def _close(self, partition: int, now_s: float) -> None:
         began = self.since[partition]
+        if self.on_close is not None:
+            self.on_close(began, now_s)
         if now_s - began > self.worst.seconds:
             self.worst = Stall(now_s - began, began, partition)
+
+    def going_on(self) -> list[float]:
+        """When each wait still going on began."""
+        return [self.since[p] for p, count in sorted(self.waiting.items()) if count]
 
     def longest(self, now_s: float) -> Stall:
         """The longest stall so far, counting those still going on up to ``now_s``."""
@@ -164,6 +175,19 @@ class CanaryLedger:
     tap: list[tuple[float, int, float]] | None = None
     """When a list: every ack is also appended as (acked at, partition, latency seconds), for a reader
     that takes them in windows (``kmigrate partitions --throttle auto``); ``None``: not kept."""
+    timeline: Timeline | None = None
+    """Acks, failed sends and produce stalls in time buckets (made at the start: :mod:`migrate.core.report.timeline`)."""
+
+    def __post_init__(self) -> None:
+        if self.timeline is None:
+            self.timeline = Timeline(started_s=self.started_s)
+        self.produce_stalls.on_close = self.timeline.on_stall
+
+    def timeline_at(self, now_s: float) -> Timeline:
+        """The timeline with the produce waits still going on at ``now_s`` drawn up to it."""
+        for began in self.produce_stalls.going_on():
+            self.timeline.on_stall(began, now_s)
+        return self.timeline
 
     def on_send(self, seq: int, partition: int, now_s: float) -> None:
         self.sent += 1
@@ -174,6 +198,7 @@ class CanaryLedger:
         sent_s, partition = self._sent.pop(seq, (now_s, None))
         self.acked.add(seq)
         self.latencies_ms.append((now_s - sent_s) * 1000.0)
+        self.timeline.on_ack(now_s, (now_s - sent_s) * 1000.0)
         if partition is None:
             return
         if self.tap is not None:
@@ -186,6 +211,7 @@ class CanaryLedger:
     def on_send_error(self, seq: int, error: str, now_s: float) -> None:
         """The client gave up on record ``seq``: its application got an answer, so its wait ends here."""
         self.failed_sends += 1
+        self.timeline.on_failed(now_s)
         self.note_error(error)
         sent = self._sent.pop(seq, None)
         if sent is not None:
