@@ -15,11 +15,16 @@ from rich.live import Live
 from rich.table import Table
 
 from migrate.core.canary import OVERDUE_AFTER_S, CanaryReport
+from migrate.core.ledger import DEFAULT_TOPIC as BOOKKEEPING_TOPIC
+from migrate.core.report.impact import Impact, html_path
+from migrate.core.report.phases import PhaseFigures
 from migrate.files import check_writable, client_settings, write_whole
 from migrate.core.units import parse_duration
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
 from migrate.errors import EXIT_FAILURE, BadInput
 from migrate.runner.canary import DEFAULT_TOPIC, Canary, StopRequests, watch
+from migrate.runner.report.canary import canary_impact
+from migrate.runner.report.html import write_page
 
 PRODUCE_STALL = "produce stall: longest wait for an acknowledgement on a partition (s)"
 CONSUME_STALL = "consume stall: longest wait to read acknowledged records on a partition (s)"
@@ -83,9 +88,27 @@ def _check_report_file(path: Path) -> None:
     check_writable(path, "--report", "canary-report.json")
 
 
-def _write_report(report: CanaryReport, path: Path) -> None:
-    """The final report as JSON, whole or not at all."""
-    write_whole(path, json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n", "the canary report", "--report")
+def _write_report(report: CanaryReport, impact: Impact, path: Path) -> Path:
+    """The final report as JSON (with the phases and the timeline) and its charts as an HTML page next to it,
+    each whole or not at all; returns where the page is."""
+    doc = {**report.to_dict(), "client_impact": impact.to_dict()}
+    write_whole(path, json.dumps(doc, indent=2, sort_keys=True) + "\n", "the canary report", "--report")
+    page = Path(html_path(path))
+    write_page(impact, page)
+    return page
+
+
+def phase_table(phases: list[PhaseFigures], title: str = "client impact per phase") -> Table:
+    """Phase, its seconds, acknowledgements, latency p50/p99/max, the longest produce stall seen in it."""
+    table = Table(title=title)
+    for col in ("phase", "seconds", "acks", "p50 ms", "p99 ms", "max ms", "longest stall s"):
+        table.add_column(col, overflow="fold")
+    show = lambda v: "-" if v is None else f"{v:g}"  # noqa: E731
+    for p in phases:
+        f = p.figures
+        table.add_row(p.mark.name, f"{p.mark.end_s - p.mark.start_s:.1f}", str(f.acks), show(f.p50_ms),
+                      show(f.p99_ms), show(f.max_ms), f"{f.stall_s:.2f}")
+    return table
 
 
 def canary(
@@ -94,10 +117,11 @@ def canary(
     topic: str = typer.Option(DEFAULT_TOPIC, "--topic", help="Canary topic (created with a partition led by every broker)."),
     duration: Optional[str] = typer.Option(None, "--duration", help="How long to run (30s, 10m, 1h); default until stopped."),
     stop_file: Optional[Path] = typer.Option(None, "--stop-file", help="End cleanly, with the final report, when this file appears (it must not exist at the start; it is removed once honoured)."),
-    report_file: Optional[Path] = typer.Option(None, "--report", help="Also write the final report as JSON to this file (atomically), however the run ends."),
+    report_file: Optional[Path] = typer.Option(None, "--report", help="Also write the final report as JSON to this file (atomically), however the run ends, and its charts as a self-contained HTML page next to it (.json replaced by .html)."),
     report_interval: str = typer.Option("10s", "--report-interval", help="When stdout is not a terminal: one timestamped line of figures this often."),
     drain_timeout: str = typer.Option("60s", "--drain-timeout", help="At the end, how long to wait for outstanding acknowledgements and for the consumer to read every acknowledged record."),
     rate: float = typer.Option(100.0, "--rate", help="Records per second."),
+    bookkeeping_topic: str = typer.Option(BOOKKEEPING_TOPIC, "--bookkeeping-topic", help="Where kmigrate partitions records its runs and throttles: read once at the end, when it exists, to split the figures into phases (at rest, each run, after) and chart the throttle."),
     replication_factor: int = typer.Option(3, "--replication-factor", help="Replication factor of a new canary topic."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -105,7 +129,7 @@ def canary(
 
     It runs until --duration, SIGTERM, SIGINT (Ctrl-C; a script's `&` job ignores SIGINT: use SIGTERM
     or --stop-file), or the stop file appearing; each ends the same way: stop producing, drain for at
-    most --drain-timeout, print the final report (and write --report FILE). On a terminal the figures
+    most --drain-timeout, print the final report (and write --report FILE, its charts in FILE's .html). On a terminal the figures
     are live; otherwise one plain line per --report-interval (on stderr with --output json).
     While running, acknowledged records not read back yet are "not yet consumed" (overdue when acked
     over 10 s ago while later ones of their partition were read); only the final report says lost.
@@ -138,15 +162,23 @@ def canary(
         report = replace(run.stop(drain_s), ended_by=reason)
     if stop_file is not None and reason.startswith("stop file"):
         stop_file.unlink(missing_ok=True)
-    if report_file is not None:
-        _write_report(report, report_file)
+    impact = canary_impact(run.timeline(), run.started_unix, report.duration_s, settings, bookkeeping_topic,
+                           title=f"kmigrate canary on {topic}")
+    for note in impact.notes:
+        sys.stderr.write(f"warning: {note}\n")
+    page = _write_report(report, impact, report_file) if report_file is not None else None
     if output == OutputFormat.json:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), "client_impact": impact.to_dict(timeline=False),
+                   "report_html": None if page is None else str(page)})
     else:
         if not console.is_terminal:
             _print_line(sys.stdout)(report)
         # In a log file, one row a line: wider than the 80 columns rich assumes without a terminal.
         out = console if console.is_terminal else Console(file=sys.stdout, width=120, highlight=False)
         out.print(report_table(report, title=f"canary on {topic}: {'OK' if report.ok else 'RECORDS LOST OR FAILED'}"))
+        out.print(phase_table(impact.phases))
+        if page is not None:
+            out.print(f"report: {report_file} (JSON), charts: {page} (HTML, open it in a browser)", markup=False,
+                      highlight=False, soft_wrap=True)
     if not report.ok:
         raise typer.Exit(EXIT_FAILURE)

@@ -18,6 +18,7 @@ from typing import Callable
 from migrate.adapters.kafka.canary_clients import CanaryConsumer, CanaryProducer, ClientError, ensure_topic
 from migrate.core.canary import CanaryLedger, CanaryReport, decode, encode
 from migrate.core.clientconfig import ClientSettings
+from migrate.core.report.timeline import Timeline
 from migrate.errors import BadInput, StepFailed
 from migrate.runner import signals
 from migrate.waiting import SYSTEM_CLOCK, Clock, FakeClock, poll, wait_until
@@ -49,6 +50,7 @@ class Canary:
         self._flush_timeout_s = 60.0
         self.partitions = 0
         self.group = group
+        self.started_unix = 0.0
         self._next_seq = 0
 
     # ------------------------------------------------------------------ topic
@@ -78,6 +80,7 @@ class Canary:
         consumer.assign(self.topic, {p: self._high_watermark(consumer, p) for p in range(self.partitions)})
         self._producer = self._warm_producer()
         self.ledger = CanaryLedger(self.topic, started_s=time.monotonic())
+        self.started_unix = time.time()  # the same moment on the wall clock (phases read from the bookkeeping topic)
         return self._run(consumer)
 
     def _run(self, consumer: CanaryConsumer) -> "Canary":
@@ -189,6 +192,17 @@ class Canary:
         with self._lock:
             if self.ledger is not None:
                 self.ledger.note_error(text)
+
+    def timeline(self) -> Timeline:
+        """The acknowledgements, latencies and stalls over time so far (waits going on drawn up to now)."""
+        assert self.ledger is not None
+        with self._lock:
+            return self.ledger.timeline_at(time.monotonic())
+
+    def offset(self, monotonic_s: float) -> float:
+        """Seconds after the canary's start of a ``time.monotonic()`` moment."""
+        assert self.ledger is not None
+        return monotonic_s - self.ledger.started_s
 
     def report(self) -> CanaryReport:
         """The figures so far (the canary keeps running): in-flight records are "not yet consumed", never lost."""

@@ -1,5 +1,6 @@
 """Issues 7 and 16: the canary measures lost / duplicated records and stalls against a real cluster,
 and runs unattended: in the background with stdout in a file, stopped by SIGTERM or a stop file.
+Issue 31: its figures per phase (from kmigrate's bookkeeping records) and its HTML page, opened in chromium.
 
 One small sandbox (1 ZooKeeper, 3 brokers); the canary writes 50-200 records/s.
 """
@@ -25,7 +26,11 @@ from migrate.core.canary import CanaryLedger
 from migrate.files import client_settings
 from migrate.runner.canary import Canary
 from migrate.waiting import wait_until
+from browser_support import broken_copy, drawn, rendered_dom
 from cluster_waits import wait_for
+from migrate.adapters.kafka.bookkeeping import BookkeepingTopic
+from migrate.adapters.kafka.client import admin_client
+from migrate.core.ledger import make_record
 
 pytestmark = pytest.mark.integration
 
@@ -111,22 +116,41 @@ def check_stalls_against_latency(report: dict) -> None:
         assert 0 <= report["consume_stall_at_s"] <= report["duration_s"], report
 
 
+def bookkeeping_records(book: BookkeepingTopic, state: str) -> None:
+    """What a ``kmigrate partitions`` run writes when it starts (its run, a throttle on broker 2) or ends."""
+    rates = [make_record("plan-1", "throttle-broker" if state == "started" else "throttle-cleared", f"2/{cfg}",
+                         time.time(), broker=2, config=cfg,
+                         **({"value": "10000000", "prior": None} if state == "started" else {"scope": "broker"}))
+             for cfg in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")]
+    run = [make_record("plan-1", "run", "run-1", time.time(), run_id="run-1", host="h", pid=1, state=state, started="")]
+    book.append(run + rates if state == "started" else rates + run)
+
+
 def test_in_the_background_lines_while_running_a_broker_restart_and_sigterm_gives_the_report(cluster, topic_name,
                                                                                              tmp_path):
+    """... and, kmigrate's bookkeeping topic recording a run around the restart, its figures per phase, and an
+    HTML page that chromium draws: 3 latency lines, throughput, stall, broker 2's throttle, each phase named."""
     log, err, report_file = tmp_path / "canary.log", tmp_path / "canary.err", tmp_path / "report.json"
-    command = canary_command(cluster, topic_name, "--report-interval", "1s", "--report", str(report_file))
+    settings = client_settings(cluster.bootstrap_servers(), None)
+    book = BookkeepingTopic(settings, f"{topic_name}-book")
+    book.ensure(admin_client(settings), [1, 2, 3])
+    command = canary_command(cluster, topic_name, "--report-interval", "1s", "--report", str(report_file),
+                             "--bookkeeping-topic", book.topic)
 
     def while_running(pid: int) -> None:
         wait_for_lines(log, 2, pid)  # lines appear while it runs, stdout being a file
+        bookkeeping_records(book, "started")
         cluster.restart("kafka-2")  # leadership of partition 1 moves away and back to a follower
         seen = len(running_lines(log))
         wait_for_lines(log, seen + 2, pid)
+        bookkeeping_records(book, "ended")
         os.kill(pid, signal.SIGINT)  # ignored, by the shell's rule for `&`: the canary goes on
         wait_for_lines(log, seen + 4, pid)
         assert not report_file.exists()
         os.kill(pid, signal.SIGTERM)
 
     rc = run_in_background(command, log, err, while_running)
+    book.close()
     text = log.read_text()
     assert rc == 0, (text, err.read_text())
     report = json.loads(report_file.read_text())
@@ -138,6 +162,29 @@ def test_in_the_background_lines_while_running_a_broker_restart_and_sigterm_give
     lines = check_report_and_lines(log, report)
     assert len(lines) >= 6
     check_stalls_against_latency(report)
+    check_phases_and_page(report, text, tmp_path)
+
+
+def check_phases_and_page(report: dict, text: str, tmp_path: Path) -> None:
+    """The phases the bookkeeping records mark, their figures against the report's, the page chromium draws."""
+    impact = report["client_impact"]
+    phases = impact["phases"]
+    names = [p["name"] for p in phases]
+    assert names == ["at rest", "kmigrate partitions (run run-1)", "after kmigrate partitions", "whole run"], names
+    whole = phases[-1]
+    assert whole["acks"] == report["acknowledged"], (whole, report)
+    assert sum(p["acks"] for p in phases[:-1]) <= whole["acks"]
+    assert abs(whole["longest_stall_s"] - report["produce_stall_s"]) <= 0.01, (whole, report)
+    assert whole["latency_max_ms"] == report["latency_max_ms"], (whole, report)
+    assert phases[0]["latency_p99_ms"] <= whole["latency_p99_ms"], phases
+    (_, set_to), (_, cleared) = impact["throttle"]["2"]
+    assert list(impact["throttle"]) == ["2"] and (set_to, cleared) == (10000000, None), impact["throttle"]
+    page = tmp_path / "report.html"
+    assert f"charts: {page} (HTML" in text, text
+    traces, texts = drawn(rendered_dom(page))
+    assert traces == 6, (traces, texts)  # latency p50, p99, max; throughput; stall; broker 2's throttle
+    assert {"produce latency (ms)", "replication throttle per broker (MB/s)", *names[:-1]} <= set(texts), texts
+    assert drawn(rendered_dom(broken_copy(page, tmp_path / "broken.html"))) == (0, [])  # the check can fail
     assert not list(tmp_path.glob("*.tmp"))  # the report was written whole, through a renamed file
 
 
