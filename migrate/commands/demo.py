@@ -10,12 +10,14 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from migrate.commands.canary import report_table
+from migrate.commands.canary import phase_table, report_table
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
 from migrate.sandbox.demo import Demo
 from migrate.sandbox.demo_cross import CrossClusterDemo
 from migrate.errors import EXIT_FAILURE, BadInput
 from migrate.core.units import format_bytes
+from migrate.files import check_writable
+from migrate.runner.report.demo import write_demo_report
 
 
 def demo(
@@ -36,9 +38,16 @@ def demo(
                                  "ZooKeeper to KRaft (no spare brokers, no kmigrate partitions, no decommission)."),
     seed: int = typer.Option(29, "--seed", help="With --kraft: the seed of the moments kmigrate's commands are "
                              "SIGKILLed (and run again); -1: no kill."),
+    report_file: Optional[Path] = typer.Option(None, "--report", help="Write the demo's report as JSON here, and its charts (the canary's latency, throughput and stalls over time, each phase marked) as a self-contained HTML page next to it (.json replaced by .html). Default: demo-report.json in --dir (or in the temporary folder, which then keeps these two files)."),
+    rest: str = typer.Option("10s", "--rest", help="How long the canary runs alone, every node up, before the first step: its figures at rest, the baseline of each phase's."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Run the whole migration on a sandbox: plan, ZooKeeper swap, partitions, verify, decommission, under a canary."""
+    from migrate.core.units import parse_duration
+
+    rest_s = parse_duration(rest, "--rest")
+    if report_file is not None:
+        check_writable(report_file, "--report", "demo-report.json")
     if kraft and cross_cluster:
         raise BadInput("--kraft and --cross-cluster are two different demos: choose one")
     if no_move and not kraft:
@@ -66,20 +75,25 @@ def demo(
         if security.lower() != "plaintext":
             raise BadInput("--cross-cluster runs on plaintext sandboxes only for now: leave out --security")
         run = CrossClusterDemo(work, ip_prefix=ip_prefix, records_scale=0.1 if scale == 1.0 else scale, progress=progress)
+        run.rest_s = rest_s
     elif kraft:
         from migrate.sandbox.demo_kraft import KraftDemo
 
         run = KraftDemo(work, ip_prefix=ip_prefix, throttle=throttle, records_scale=scale, progress=progress, security=security.lower(),
                         kill_seed=None if seed < 0 else seed, move=not no_move)
+        run.rest_s = rest_s
     else:
         run = Demo(work, ip_prefix=ip_prefix, throttle=throttle, records_scale=scale, progress=progress,
-                   security=security.lower())
+                   security=security.lower(), rest_s=rest_s)
+    report_path = report_file or work / "demo-report.json"
+    pages: tuple[Path, Path] | None = None
     try:
         if status is not None:
             with status:
                 report = run.run()
         else:
             report = run.run()
+        pages = write_demo_report(report, report_path)
     except KeyboardInterrupt as exc:  # said after the finally below has stopped the sandbox
         from migrate.runner.signals import interrupted
 
@@ -90,9 +104,9 @@ def demo(
         if not keep:
             run.teardown()
             if directory is None:
-                shutil.rmtree(work, ignore_errors=True)
+                _remove_all_but(work, pages or ())
     if output == OutputFormat.json:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), "report_files": [str(p) for p in pages or ()]})
     elif kraft:
         show_kraft_report(report, keep)
     else:
@@ -117,8 +131,28 @@ def demo(
         console.print("verify: " + ("every partition matches" if report.verify.get("ok") else "DIFFERENCES FOUND"))
         if keep:
             console.print(f"sandbox left running: kmigrate sandbox status --dir {run.sandbox.dir}")
+    if output == OutputFormat.text:
+        if report.impact is not None:
+            console.print(phase_table(report.impact.phases, title="the canary per phase (at rest first)"))
+        if pages:
+            console.print(f"report: {pages[0]} (JSON), charts: {pages[1]} (HTML, open it in a browser)", markup=False,
+                          highlight=False, soft_wrap=True)
     if not report.ok:
         raise typer.Exit(EXIT_FAILURE)
+
+
+def _remove_all_but(work: Path, keep) -> None:
+    """The demo's temporary folder removed, but for the report files (``keep``)."""
+    keep = {Path(p).resolve() for p in keep}
+    for child in work.iterdir() if work.exists() else ():
+        if child.resolve() in keep:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+    if not keep:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def show_kraft_report(report, keep: bool) -> None:

@@ -23,12 +23,23 @@ from migrate.adapters.kafka.client import admin_client
 from migrate.adapters.kafka.topics import NewTopicSpec, create_topics_and_wait
 from migrate.adapters.kafka.local_cluster import produce_records
 from migrate.core.canary import CanaryReport
+from migrate.core.report.impact import Impact
+from migrate.core.report.phases import AT_REST, Mark
 from migrate.files import client_settings
 from migrate.errors import StepFailed
 from migrate.runner.canary import Canary
 from migrate.sandbox import Sandbox, SandboxSpec
 
 Progress = Callable[[str], None]
+
+REST_S = 10.0
+"""How long the demo's canary runs alone before the first step (its figures at rest)."""
+
+
+def _iso(unix_s: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(unix_s, tz=timezone.utc).isoformat(timespec="seconds")
 
 # (name, partitions, replication factor, configs, records): a dozen shapes.
 TOPIC_SHAPES = (
@@ -102,6 +113,7 @@ class DemoReport:
     canary: CanaryReport | None = None
     kills: list[dict] = field(default_factory=list)
     sandbox_dir: str = ""
+    impact: Impact | None = None  # the canary's figures per phase and over time (set at the end)
 
     @property
     def ok(self) -> bool:
@@ -115,6 +127,7 @@ class DemoReport:
             "verify": self.verify, "zookeeper": self.zookeeper,
             "canary": self.canary.to_dict() if self.canary else None,
             "kills": self.kills, "sandbox_dir": self.sandbox_dir,
+            "client_impact": self.impact.to_dict(timeline=False) if self.impact else None,
         }
 
 
@@ -172,13 +185,17 @@ def run_with_kills(args: list[str], what: str, kill_after_s: list[float], report
 class Demo:
     """The whole migration on a sandbox: old brokers and ZooKeeper servers replaced by new ones, live."""
 
+    TITLE = "kmigrate demo: the canary during the migration"
+
     def __init__(self, directory: Path, ip_prefix: str = "127.0.0", throttle: str = "50MB/s",
                  records_scale: float = 1.0, canary_rate: float = 100.0,
                  kills: dict[str, list[float]] | None = None, progress: Progress = lambda msg: None,
-                 security: str = "plaintext", spec: dict | None = None, topic_shapes: tuple = TOPIC_SHAPES):
+                 security: str = "plaintext", spec: dict | None = None, topic_shapes: tuple = TOPIC_SHAPES,
+                 rest_s: float = REST_S):
         """``spec``: SandboxSpec fields instead of the default 3+3 ZooKeeper servers and 3+3 brokers on the
         default releases (e.g. ``kafka_version``, fewer nodes); ``topic_shapes``: the topics, as
-        :data:`TOPIC_SHAPES` (a replication factor at most the old brokers)."""
+        :data:`TOPIC_SHAPES` (a replication factor at most the old brokers); ``rest_s``: how long the canary
+        runs alone, every node up, before the first step (its figures "at rest", the baseline of the others)."""
         self.dir = Path(directory)
         self.sandbox = Sandbox(self.dir / "sandbox")
         self.spec = SandboxSpec(**{"zookeeper_ids": (1, 2, 3), "spare_zookeeper_ids": (4, 5, 6), "broker_ids": (1, 2, 3),
@@ -192,13 +209,33 @@ class Demo:
         self.progress = progress
         self.report = DemoReport(sandbox_dir=str(self.sandbox.dir))
         self.canary: Canary | None = None
+        self.rest_s = rest_s
+        self.marks: list[tuple[str, float, float]] = []  # (phase, start, end) on time.monotonic()
 
     # ----------------------------------------------------------------- phases
     def _phase(self, name: str, fn: Callable[[], str | None]) -> None:
         self.progress(name)
         started = time.monotonic()
-        detail = fn() or ""
+        try:
+            detail = fn() or ""
+        finally:
+            self.marks.append((name, started, time.monotonic()))
         self.report.phases.append(Phase(name, time.monotonic() - started, detail))
+
+    def at_rest(self) -> str:
+        """The canary alone for ``rest_s``, every node up, before any step: its figures at rest."""
+        time.sleep(self.rest_s)
+        return f"the canary alone for {self.rest_s:g} s, every node up"
+
+    def stop_canary(self) -> None:
+        """The canary's final report and its figures per phase (the phases after the one that started it)."""
+        if self.canary is None:
+            return
+        self.report.canary = self.canary.stop()
+        marks = [Mark(name, self.canary.offset(a), self.canary.offset(b)) for name, a, b in self.marks
+                 if self.canary.offset(a) >= 0]  # the phases from the canary's start on (not the one starting it)
+        self.report.impact = Impact.of(self.TITLE, self.canary.timeline(), marks,
+                                       started_at=_iso(self.canary.started_unix))
 
     def run(self) -> DemoReport:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -206,6 +243,7 @@ class Demo:
             self._phase("start the sandbox", self.start_sandbox)
             self._phase("create topics with data", self.create_topics)
             self._phase("start the canary", self.start_canary)
+            self._phase(f"{AT_REST} (the canary alone, every node up)", self.at_rest)
             self._phase("kmigrate plan", self.plan)
             self._phase("kmigrate verify snapshot", self.verify_snapshot)
             self._phase("rolling restart: brokers join the new ZooKeeper servers", self.rolling_restart_old)
@@ -215,8 +253,7 @@ class Demo:
             self._phase("decommission old brokers and ZooKeeper servers", self.decommission)
             self._phase("rolling restart: new brokers on the new ZooKeeper servers only", self.rolling_restart_new)
         finally:
-            if self.canary is not None:
-                self.report.canary = self.canary.stop()
+            self.stop_canary()
         return self.report
 
     def start_sandbox(self) -> str:

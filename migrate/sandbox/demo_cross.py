@@ -52,6 +52,8 @@ class CrossReport(DemoReport):
 class CrossClusterDemo(Demo):
     """Source (1 ZooKeeper, 1 broker) to a separate target cluster (same), with MirrorMaker 2."""
 
+    TITLE = "kmigrate demo --cross-cluster: the canary on the source, then the target"
+
     def __init__(self, directory: Path, ip_prefix: str = "127.0.0", records_scale: float = 0.1,
                  canary_rate: float = 50.0, progress=lambda msg: None, canary_after_s: float = 5.0):
         super().__init__(directory, ip_prefix=ip_prefix, records_scale=records_scale, canary_rate=canary_rate,
@@ -76,8 +78,7 @@ class CrossClusterDemo(Demo):
             self._phase("kmigrate mirror cutover", self.cutover)
             self._phase("the canary on the target, from its group's translated offsets", self.clients_on_target)
         finally:
-            if self.canary is not None:
-                self.report.canary = self.canary.stop()
+            self.stop_canary()
             if self.state_dir.exists():
                 self._phase("kmigrate mirror stop", self.mirror_stop)
         return self.report

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 from migrate.core.canary import percentile
+from migrate.core.report.phases import AT_REST
 from migrate.errors import StepFailed
 from migrate.sandbox.demo import Demo, DemoReport, Phase, Progress, kmigrate_command, run_json, run_with_kills
 from migrate.sandbox.kraft import FIRST_CONTROLLER_ID, ZOOKEEPER_MODE_FILE, KraftSandbox
@@ -158,6 +159,8 @@ class KraftDemo(Demo):
     """Brokers 1-3 to 4-6 in ZooKeeper mode (unless ``move`` is False), then ZooKeeper mode to KRaft with one
     controller, live."""
 
+    TITLE = "kmigrate demo --kraft: the canary during the migration"
+
     def __init__(self, directory: Path, ip_prefix: str = "127.0.0", throttle: str = "20MB/s",
                  records_scale: float = 1.0, canary_rate: float = 50.0, progress: Progress = lambda msg: None,
                  security: str = "plaintext", kill_seed: int | None = 29, spec: dict | None = None,
@@ -188,6 +191,7 @@ class KraftDemo(Demo):
             ("start the sandbox (ZooKeeper mode)", self.start_sandbox),
             ("create topics, transactions and consumer groups", self.create_topics),
             ("start the canary", self.start_canary),
+            (f"{AT_REST} (the canary alone, every node up)", self.at_rest),
             ("read group offsets, topic configs and ACLs (before)", self.read_before),
             ("kmigrate plan", self.plan),
             ("kmigrate verify snapshot", self.verify_snapshot),
@@ -211,8 +215,7 @@ class KraftDemo(Demo):
         except _Stopped:  # a step failed: the report says which, with what the phases before it showed
             pass
         finally:
-            if self.canary is not None:
-                self.report.canary = self.canary.stop()
+            self.stop_canary()
         return self.report
 
     def _phase(self, name: str, fn: Callable[[], str | None]) -> None:
@@ -227,6 +230,8 @@ class KraftDemo(Demo):
             detail = fn() or ""
         except StepFailed as exc:
             failed, detail = str(exc), f"FAILED: {exc}"
+        finally:
+            self.marks.append((name, started, time.monotonic()))
         phase = KraftPhase(name, time.monotonic() - started, detail)
         if ledger is not None:
             window = sorted(ledger.latencies_ms[mark:])

@@ -7,7 +7,8 @@ move itself has its own integration tests. --no-move keeps this module within th
 The demo runs once, as an operator runs it (the command, ``--output json``); the tests read its report: nothing lost,
 verify clean (the snapshot before the plan against the cluster with ZooKeeper gone), group offsets, topic configs (compaction, min.insync.replicas) and
 ACLs the same after as before, every broker KRaft, the controllers finalized, ZooKeeper stopped, every kill recorded,
-no sandbox password in the report or the files the demo leaves.
+no sandbox password in the report or the files the demo leaves. Issue 31: the canary's figures per phase, at rest
+first, and the demo's HTML page, drawn by chromium.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from browser_support import drawn, rendered_dom
 from migrate.sandbox.security import SandboxSecurity
 from migrate.sandbox.testing import free_ip_prefix
 
@@ -30,7 +32,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 def report(tmp_path_factory):
     work = tmp_path_factory.mktemp("demo-kraft")
     proc = subprocess.run([sys.executable, "-m", "migrate", "demo", "--kraft", "--no-move", "--security", "sasl_ssl", "--ip-prefix",
-                           free_ip_prefix(7), "--dir", str(work), "--output", "json"],
+                           free_ip_prefix(7), "--dir", str(work), "--rest", "3s", "--output", "json"],
                           capture_output=True, text=True, timeout=840, env=os.environ.copy())
     doc = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else None
     assert doc is not None, f"exit {proc.returncode}, no report: {proc.stderr[-2000:]}"
@@ -43,6 +45,23 @@ def test_the_canary_lost_nothing(report):
     assert canary["lost"] == 0 and canary["failed_sends"] == 0, canary
     assert canary["acknowledged"] == canary["sent"] == canary["consumed"] > 0, canary
     assert report["longest_stall_s"] is not None
+
+
+def test_the_canary_per_phase_at_rest_first_and_the_page_chromium_draws(report):
+    phases = report["client_impact"]["phases"]
+    names = [p["name"] for p in phases]
+    demo_names = [p["name"] for p in report["phases"]]
+    assert names[0].startswith("at rest") and names[-1] == "whole run", names
+    assert names[:-1] == demo_names[demo_names.index(names[0]):], (names, demo_names)  # each phase from the canary's start
+    assert 2.5 <= phases[0]["seconds"] <= 4 and phases[0]["acks"] > 0, phases[0]
+    assert phases[-1]["acks"] == report["canary"]["acknowledged"], (phases[-1], report["canary"])
+    assert max(p["longest_stall_s"] for p in phases) == phases[-1]["longest_stall_s"]
+    json_file, page = map(Path, report["report_files"])
+    assert json_file == Path(report["_dir"]) / "demo-report.json" and page == json_file.with_suffix(".html")
+    assert json.loads(json_file.read_text())["client_impact"]["timeline"]["rows"]
+    traces, texts = drawn(rendered_dom(page))
+    assert traces == 5, (traces, texts)  # latency p50, p99, max; throughput; stall (no throttle: no move)
+    assert set(names[:-1]) <= set(texts), (names, texts)
 
 
 def test_verify_is_clean_without_zookeeper_against_the_snapshot_before_the_plan(report):

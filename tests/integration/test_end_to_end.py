@@ -44,7 +44,7 @@ def migrated(tmp_path_factory):
         "partitions": sorted(rng.uniform(1.5, 7.0) for _ in range(7)),
     }
     demo = Demo(tmp_path_factory.mktemp("e2e"), ip_prefix=free_ip_prefix(6), throttle="20MB/s",
-                records_scale=0.5, canary_rate=100, kills=kills, security="sasl_ssl")
+                records_scale=0.5, canary_rate=100, kills=kills, security="sasl_ssl", rest_s=3)
     try:
         report = demo.run()
         yield demo, report
@@ -63,6 +63,15 @@ def test_no_acknowledged_record_is_lost(migrated):
         "sent", "lost", "duplicated", "out_of_order", "produce_stall_s", "consume_stall_s", "latency_p50_ms", "latency_p99_ms",
         "latency_max_ms")})
     print("phases:", [(p.name, round(p.seconds, 1)) for p in report.phases])
+    rows = [p.to_dict() for p in report.impact.phases]  # issue 31: at rest first, each step after, the whole run
+    for r in rows:
+        print(f"{r['name'][:60]:60} {r['seconds']:7.1f} s acks {r['acks']:6} p50 {r['latency_p50_ms']} "
+              f"p99 {r['latency_p99_ms']} max {r['latency_max_ms']} ms stall {r['longest_stall_s']} s")
+    names = [r["name"] for r in rows]
+    assert names[0].startswith("at rest") and names[-1] == "whole run", names
+    assert names[:-1] == [p.name for p in report.phases][[p.name for p in report.phases].index(names[0]):], names
+    assert rows[-1]["acks"] == canary["acknowledged"], (rows[-1], canary)
+    assert rows[-1]["longest_stall_s"] == max(r["longest_stall_s"] for r in rows), rows
     print("kills:", report.kills)
 
 
