@@ -279,11 +279,12 @@ class Sandbox:
                         on_check=lambda c: progress(f"health check {c.number}: {c.health.summary()}"))
 
     def rolling_restart(self, broker_ids: list[int], zookeeper_connect: str, timeout_s: float = 300,
-                        progress: Callable[[str], None] = lambda msg: None) -> None:
-        """Restart brokers one at a time with a new ``zookeeper.connect``, waiting for a healthy cluster after each."""
+                        progress: Callable[[str], None] = lambda msg: None,
+                        settings: dict[str, str | None] | None = None) -> None:
+        """Restart brokers one at a time with a new ``zookeeper.connect`` (and ``settings``), each until healthy."""
         for b in broker_ids:
             progress(f"restarting broker {b} with zookeeper.connect={zookeeper_connect}")
-            self.restart_broker(b, zookeeper_connect, health_timeout_s=timeout_s, progress=progress)
+            self.restart_broker(b, zookeeper_connect, health_timeout_s=timeout_s, progress=progress, settings=settings)
 
     # ------------------------------------------------------------- addresses
     def zookeeper_connect(self, chroot: bool = False) -> str:

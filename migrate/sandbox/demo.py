@@ -23,6 +23,7 @@ from migrate.adapters.kafka.client import admin_client
 from migrate.adapters.kafka.topics import NewTopicSpec, create_topics_and_wait
 from migrate.adapters.kafka.local_cluster import produce_records
 from migrate.core.canary import CanaryReport
+from migrate.core.plan.document import ROLL_FETCH_SETTINGS
 from migrate.core.report.impact import Impact
 from migrate.core.report.phases import AT_REST, Mark
 from migrate.files import client_settings
@@ -339,7 +340,8 @@ class Demo:
     def rolling_restart_old(self) -> str:
         connect = self.spec.zookeeper_connect(self.spec.zookeepers)
         old = [b.id for b in self.spec.brokers if not b.spare]
-        self.sandbox.rolling_restart(old, connect, progress=self.progress)
+        # as the runbook's first roll says (ROLL_STALL_HINT): the fetch settings that shorten later leader moves' stalls
+        self.sandbox.rolling_restart(old, connect, progress=self.progress, settings=dict(ROLL_FETCH_SETTINGS))
         return f"brokers {old} now use zookeeper.connect={connect}"
 
     def migrate_zookeeper(self) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from migrate.adapters.jars import KAFKA_VERSION, ZOOKEEPER_VERSION
+from migrate.core.plan.document import ROLL_FETCH_SETTINGS
 from migrate.core.versions import check_kafka_version, check_kraft_kafka_version, check_zookeeper_version
 from migrate.errors import BadInput
 
@@ -307,6 +308,8 @@ def server_properties(spec: SandboxSpec, broker: BrokerNode, log_dir: str, zooke
     top = max(spec.broker_ids + spec.spare_broker_ids)
     if top > 1000:  # Kafka's default reserved.broker.max.id: a broker with a higher id exits at start
         props["reserved.broker.max.id"] = str(top)
+    if broker.spare:  # a new broker starts as the runbook says: with the fetch settings of the first roll
+        props.update(ROLL_FETCH_SETTINGS)
     props.update(spec.kafka_settings)
     return props
 

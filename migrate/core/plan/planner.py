@@ -33,6 +33,7 @@ from migrate.core.plan.document import (
     BrokerTotal,
     MoveList,
     Finding,
+    ROLL_FETCH_SETTINGS,
     ROLL_STALL_HINT,
     PartitionMove,
     Plan,
@@ -204,10 +205,12 @@ def build_runbook(
         gate = f"`{c['health']} --broker-list {','.join(map(str, sorted({*mapping, *new_brokers})))}`"
         if kraft:
             start = (f"Start each new broker with process.roles=broker, its node.id and broker.rack ({racks}) and the "
-                     "controller.quorum settings the other brokers run with, its log dirs formatted first "
+                     f"controller.quorum settings the other brokers run with, {FETCH_SETTINGS_TEXT}, its log dirs "
+                     "formatted first "
                      f"({' '.join(format_command(cluster_id or '<cluster id>', 'server.properties'))}); then {gate}.")
         else:
-            start = f"Start each new broker with its broker.id and broker.rack ({racks}){connect}; then {gate}."
+            start = (f"Start each new broker with its broker.id and broker.rack ({racks}){connect}, and "
+                     f"{FETCH_SETTINGS_TEXT} as the first roll gave the others; then {gate}.")
         steps.append(("operator", f"start the new broker(s) {shown_ids(new_brokers)}", start,
                       "every new broker is registered, alive and reports its rack"))
     if mapping:
@@ -394,6 +397,9 @@ def build_plan(snapshot: ClusterSnapshot, playbook: Playbook, *, allow_merge: bo
 
 
 # --------------------------------------------------------------------------- import
+
+
+FETCH_SETTINGS_TEXT = " and ".join(f"{k}={v}" for k, v in ROLL_FETCH_SETTINGS.items())
 
 
 def _auto_throttle(playbook: Playbook) -> AutoThrottle | None:
