@@ -31,6 +31,8 @@ It is how a migration survives a crash of kmigrate: every run reads it from the 
                  (``topic:partition`` -> source end when it passed): a cut-over gate passed
   mirror-offsets ``group``, ``offsets`` (``topic:partition`` -> offset): written *before* kmigrate
                  commits them on the target, so a re-run never moves them backwards
+  mirror-proven  ``partitions`` (``topic:partition`` -> the proof now, ``migrate.core.mirror.proof.Proof``, or
+                 ``null``: dropped): what ``mirror verify`` proved equal on both clusters (topic :data:`MIRROR_TOPIC`)
   throttle-auto  a decision of ``--throttle auto`` (``migrate.core.throttle.decisions.Decision``:
                  ``broker``, ``old_rate``, ``new_rate``, ``moves``, ``reason``, ``mode``,
                  ``ssthresh``, ``p99_s``, ``limit_s``, ``baseline_s``, ``at_s``), keyed by broker:
@@ -39,8 +41,8 @@ It is how a migration survives a crash of kmigrate: every run reads it from the 
 
 The ``mirror-*`` records use the plan id ``mirror-<source cluster id>-<target cluster id>``.
 
-Versions before ``run``, ``cancel-requested`` and ``throttle-auto`` refuse a topic that holds them (a record they
-did not write): a migration is finished or cancelled with the version that started it.
+Versions before ``run``, ``cancel-requested``, ``throttle-auto`` and ``mirror-proven`` refuse a topic that holds
+them (a record they did not write, reported as written by a newer kmigrate): a migration is finished or cancelled with the version that started it.
 
 Writing the throttle records first means a crash at any line leaves no throttle kmigrate cannot
 find; recording only the entries it added means it never removes a throttle someone else set.
@@ -61,7 +63,8 @@ DEFAULT_TOPIC = "__kmigrate_migration"
 
 SCHEMA = "kmigrate.bookkeeping/1"
 KINDS = ("plan", "topic-moved", "submitted", "throttle-broker", "throttle-topic", "throttle-cleared", "cancelled",
-         "run", "cancel-requested", "mirror-step", "mirror-gate", "mirror-offsets", "throttle-auto")
+         "run", "cancel-requested", "mirror-step", "mirror-gate", "mirror-offsets", "throttle-auto",
+         "mirror-proven")
 
 MIRROR_TOPIC = "__kmigrate_mirror"
 """The bookkeeping topic of ``kmigrate mirror`` on the target (its own: a mirror's records never mix with

@@ -176,6 +176,10 @@ class MirrorCluster:
                 raise self._fail("the offsets of " + ", ".join(sorted({t for t, _ in tps})), exc) from None
         return {tp: (lo, hi) for tp, (lo, hi) in out.items()}
 
+    def bounds(self, tps: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+        """(topic, partition) -> (log start, end) of the committed records, for the partitions given."""
+        return self._list_offsets(tps)
+
     def end_offsets(self, topics: dict[str, int]) -> dict[tuple[str, int], tuple[int, int]]:
         """(topic, partition) -> (log start, end) of the committed records (read_committed end offset)."""
         return self._list_offsets([(t, p) for t, n in sorted(topics.items()) for p in range(n)])

@@ -1,7 +1,8 @@
 """Kafka reads for kmigrate's own offset translation and MirrorMaker 1's status (confluent-kafka):
 partitions' records from an offset (a bounded window, with their content digests), the target's
-offsets for timestamps, newest timestamps, and setting a group's offsets (a group's members:
-:meth:`migrate.adapters.kafka.mirror.MirrorCluster.group_members`).
+offsets for timestamps, newest timestamps, setting a group's offsets (a group's members:
+:meth:`migrate.adapters.kafka.mirror.MirrorCluster.group_members`), and records hashed as verify hashes them
+(``migrate.core.verify.records``: the mirror's proofs and the cut-over's tail verify, without Spark).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from migrate.adapters import LIBRDKAFKA_LOG
 from migrate.adapters.kafka.mirror import MirrorCluster
 from migrate.core.mirror.translation import Record, record_digest
+from migrate.core.verify.records import Hashed, record_hashes
 from migrate.errors import StepFailed
 
 
@@ -129,3 +131,58 @@ def set_group_offsets(side: MirrorCluster, group: str, offsets: dict[tuple[str, 
     if bad:
         raise StepFailed(f"the {side.role} cluster refused the offsets of group {group} for "
                          + ", ".join(f"{tp.topic}[{tp.partition}]: {tp.error}" for tp in bad))
+
+
+_NO_LIMIT = 1 << 62
+
+
+def hashed_records(side: MirrorCluster, ranges: dict[tuple[str, int], tuple[int, int]],
+                   limits: dict[tuple[str, int], int] | None = None,
+                   keys: bool = False) -> dict[tuple[str, int], list[Hashed]]:
+    """(topic, partition) -> its committed records from ``start`` to before ``end``, at most ``limits[tp]`` of
+    them, in order, hashed (``keys``: with their keys and tombstone flags, for compacted tables). One consumer."""
+    limits = limits or {}
+    out: dict[tuple[str, int], list[Hashed]] = {tp: [] for tp in ranges}
+    todo = {tp for tp, (lo, hi) in ranges.items() if hi > lo and limits.get(tp, 1) > 0}
+    if not todo:
+        return out
+    consumer = Consumer(side.settings.confluent(**{
+        "group.id": "kmigrate-verify-reader", "enable.auto.commit": False, "isolation.level": "read_committed",
+        "enable.partition.eof": True, "auto.offset.reset": "earliest", "logger": LIBRDKAFKA_LOG}))
+    deadline = time.monotonic() + 4 * side.timeout_s
+    try:
+        consumer.assign([TopicPartition(t, p, ranges[(t, p)][0]) for t, p in sorted(todo)])
+        while todo:
+            if time.monotonic() > deadline:
+                raise StepFailed(f"reading {', '.join(f'{t}-{p}' for t, p in sorted(todo))} of the {side.role} "
+                                 "cluster stalled")
+            done: list[tuple[str, int]] = []
+            for m in consumer.consume(5000, timeout=0.1):
+                tp = (m.topic(), m.partition())
+                if tp not in todo:
+                    continue
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        todo.discard(tp)
+                        done.append(tp)
+                        continue
+                    raise StepFailed(f"cannot read {tp[0]}-{tp[1]} of the {side.role} cluster: {err}")
+                deadline = time.monotonic() + 4 * side.timeout_s
+                end = ranges[tp][1]
+                if m.offset() >= end:
+                    todo.discard(tp)
+                    done.append(tp)
+                    continue
+                key, value = m.key(), m.value()
+                h1, h2 = record_hashes(key, value, m.headers(), m.timestamp()[1])
+                recs = out[tp]
+                recs.append(Hashed(m.offset(), h1, h2, key if keys else None, keys and value is None))
+                if m.offset() + 1 >= end or len(recs) >= limits.get(tp, _NO_LIMIT):
+                    todo.discard(tp)
+                    done.append(tp)
+            if done and todo:
+                consumer.pause([TopicPartition(t, p) for t, p in done])
+    finally:
+        consumer.close()
+    return out

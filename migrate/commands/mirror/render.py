@@ -165,6 +165,10 @@ def cutover(result) -> None:
     console.print(table)
     for g in result.groups:
         console.print(g.line(), markup=False)
+    v = result.verify
+    if v and v.get("how") != "skipped":
+        console.print(f"records verified: {v['proven_before']} proven before the switch (mirror verify), "
+                      f"{v['at_switch']} at the switch ({_HOW_VERIFIED[v['how']]})", markup=False)
     for w in result.writes:
         if w["note"]:
             console.print(f"{w['group']} {w['topic']}-{w['partition']}: {w['note']}", markup=False)
@@ -175,3 +179,21 @@ def cutover(result) -> None:
     for line in result.clients:
         console.print(f"  {line}", markup=False)
     console.print("then stop MirrorMaker: kmigrate mirror stop", markup=False)
+
+
+_HOW_VERIFIED = {"tail": "the tail, without Spark", "spark": "Spark, everything", "bookkeeping": "from the bookkeeping"}
+
+
+def proofs(result) -> None:
+    table = Table(title="proven on both clusters", title_justify="left")
+    for col in ("topic", "partition", "proven", "now", "not proven yet", "problem"):
+        table.add_column(col, overflow="fold")
+    for p in result.partitions:
+        table.add_row(p.topic, str(p.partition), str(p.proven), str(p.proved_now), str(p.unproven),
+                      p.problem or (f"proof dropped: {p.dropped}" if p.dropped else ""))
+    console.print(table)
+    if result.compacted:
+        console.print(f"compacted topics, compared whole at the cut-over: {', '.join(result.compacted)}", markup=False)
+    state = "equal so far" if result.ok else "DIFFERENT: clients must not switch"
+    console.print(f"{result.proven} records proven equal in {len(result.partitions)} partitions ({state}); "
+                  f"the cut-over verifies only the records after them", markup=False)

@@ -10,7 +10,9 @@
     d. offsets translated (MirrorMaker's checkpoints, its offset-syncs, the end rule; made exact by
        content where the engine can: the copy is complete), duplicates counted per partition and per
        group, recorded in the bookkeeping, then committed on the target;
-    e. the cross-cluster Spark verify of the mirrored topics, records past the common prefix failing it;
+    e. the records equal on both clusters, records past the common prefix failing it: only those after the
+       proofs of ``mirror verify`` (the tail) when it recorded any and they are few, in Python; else the
+       cross-cluster Spark verify of the mirrored topics;
     f. what clients change.
 
 Killed at any line and run again, it re-reads both clusters and converges. Re-checked every time:
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -38,12 +40,14 @@ from migrate.core.mirror.cutover import (GroupRereads, Translation, client_chang
                                          moving_partitions, passed_gates, recorded_offsets, target_write,
                                          with_duplicates)
 from migrate.core.mirror.plan import compile_filter, is_internal_topic
+from migrate.core.mirror.proof import fold_proofs, proven_records
 from migrate.core.mirror.rights import cutover_needs
 from migrate.errors import BadInput, StepFailed
 from migrate.runner.events import crash_point
 from migrate.runner.mirror.clusters import MirrorBook, Side, Started
 from migrate.runner.mirror.engine import Engine
 from migrate.runner.mirror.engines import engine_of
+from migrate.runner.mirror.proving import TAIL_LIMIT, compacted_topics, tail_size, verify_tail
 from migrate.runner.permissions import require
 from migrate.waiting import SYSTEM_CLOCK, Clock, poll
 
@@ -71,9 +75,11 @@ class Gate:
     name: str
     detail: str
     how: str = "checked"  # checked | bookkeeping | skipped
+    seconds: float = 0.0
 
     def to_dict(self) -> dict:
-        return {"gate": self.name, "passed": self.how != "skipped", "how": self.how, "detail": self.detail}
+        return {"gate": self.name, "passed": self.how != "skipped", "how": self.how, "detail": self.detail,
+                "seconds": round(self.seconds, 2)}
 
 
 @dataclass
@@ -86,6 +92,7 @@ class CutoverResult:
     clients: list[str] = field(default_factory=list)
     dry_run: bool = False
     seconds: float = 0.0
+    verify: dict = field(default_factory=dict)  # how gate e verified, records proven before and at the switch
 
     @property
     def ok(self) -> bool:
@@ -101,7 +108,7 @@ class CutoverResult:
                 "gates": [g.to_dict() for g in self.gates], "offsets": [t.to_dict() for t in self.translations],
                 "writes": self.writes, "duplicates": sum(t.duplicates or 0 for t in self.translations),
                 "groups": [g.to_dict() for g in self.groups],
-                "clients": self.clients, "seconds": round(self.seconds, 1)}
+                "verify": self.verify, "clients": self.clients, "seconds": round(self.seconds, 1)}
 
 
 @dataclass
@@ -137,22 +144,29 @@ def cutover(req: CutoverRequest, say: Say = lambda m: None, clock: Clock = SYSTE
     run = _open(req)
     result = CutoverResult(run.source.bootstrap, run.target.bootstrap, dry_run=req.dry_run)
     _check_groups(run)
-    result.gates.append(_producers_stopped(run, say, clock))
+    mark = [clock.now()]
+
+    def passed(gate: Gate) -> None:
+        now = clock.now()
+        result.gates.append(replace(gate, seconds=now - mark[0]))
+        mark[0] = now
+
+    passed(_producers_stopped(run, say, clock))
     crash_point("cutover-quiet")
-    result.gates.append(_replicated(run, say, clock))
+    passed(_replicated(run, say, clock))
     _check_groups(run)
-    result.gates.append(Gate("groups-stopped", f"{len(req.groups)} group(s) without members on the source, "
-                                               "not active on the target"))
+    passed(Gate("groups-stopped", f"{len(req.groups)} group(s) without members on the source, "
+                                  "not active on the target"))
     result.translations = _translations(run, say, clock)
     refused = [t for t in result.translations if t.offset is None]
     result.writes = _write_offsets(run, result.translations, say)
     if refused:
         raise StepFailed("offsets not translated for " + "; ".join(
             f"{t.group} {t.topic}-{t.partition}: {t.reason}" for t in refused) + ": clients must not switch yet")
-    result.gates.append(Gate("offsets-set", f"{len(result.translations)} partition offset(s) of {len(req.groups)} "
-                                            f"group(s) {'would be ' if req.dry_run else ''}set on the target, "
-                                            f"{sum(t.duplicates or 0 for t in result.translations)} duplicate(s)"))
-    result.gates.append(_verified(run, say))
+    passed(Gate("offsets-set", f"{len(result.translations)} partition offset(s) of {len(req.groups)} "
+                               f"group(s) {'would be ' if req.dry_run else ''}set on the target, "
+                               f"{sum(t.duplicates or 0 for t in result.translations)} duplicate(s)"))
+    passed(_verified(run, say, result))
     crash_point("cutover-verified")
     result.clients = client_changes(req.groups, run.source.bootstrap, run.target.bootstrap)
     if not req.dry_run:
@@ -315,9 +329,11 @@ def _write_offsets(run: _Run, translations: list[Translation], say: Say) -> list
     return report
 
 
-def _verified(run: _Run, say: Say) -> Gate:
-    """Gate e: the cross-cluster Spark verify, --fail-on-tail (taken from the bookkeeping when neither
-    cluster's ends moved since it passed: reading every record again would prove nothing new)."""
+def _verified(run: _Run, say: Say, result: CutoverResult) -> Gate:
+    """Gate e: the records not proven by ``mirror verify`` (all of them without a proof) equal on both clusters,
+    records past the common prefix failing it (taken from the bookkeeping when neither cluster's ends moved since
+    it passed: reading every record again would prove nothing new). A small tail after the proofs is verified in
+    Python (:data:`migrate.runner.mirror.proving.TAIL_LIMIT`), else the cross-cluster Spark verify of everything."""
     from datetime import datetime, timezone
 
     from migrate.adapters.kafka.offsets import KafkaSide
@@ -327,10 +343,21 @@ def _verified(run: _Run, say: Say) -> Gate:
     target_ends = ends_key({tp: e for tp, (_s, e) in run.tgt.end_offsets(run.topics).items()})
     passed = passed_gates(run.records).get("verified")
     if passed is not None and passed.get("ends") == ends and passed.get("target_ends") == target_ends:
+        result.verify = {"how": "bookkeeping", "proven_before": passed.get("proven_before", 0),
+                         "at_switch": passed.get("at_switch", passed.get("records", 0))}
         return Gate("verified", f"cross-cluster verify passed at {passed['time']}; no record written since on "
                                 "either cluster", "bookkeeping")
     if run.req.dry_run:
+        result.verify = {"how": "skipped", "proven_before": 0, "at_switch": 0}
         return Gate("verified", "not run (--dry-run)", "skipped")
+    proofs = fold_proofs(run.records)
+    if proofs:
+        compacted = compacted_topics(run.src, run.topics)
+        left = tail_size(run.src, run.tgt, run.topics, compacted, proofs)
+        if left <= TAIL_LIMIT:
+            return _tail_verified(run, say, result, proofs, compacted, ends, target_ends)
+        say(f"{left} offsets left to verify after the proofs of mirror verify (more than {TAIL_LIMIT}): "
+            "the Spark verify of everything")
     settings = spark_settings(run.req.master, list(run.req.spark_conf), run.req.jars, "kmigrate-mirror-cutover")
     # the settings this command resolved (verify's reads open their own connection to each cluster)
     source = KafkaSide(run.mirror.clusters.settings("source"), timeout_s=run.src.timeout_s)
@@ -343,7 +370,28 @@ def _verified(run: _Run, say: Say) -> Gate:
     if not report.ok:
         raise StepFailed("the cross-cluster verify found differences in " + ", ".join(
             f"{p.name} ({'; '.join(p.problems)})" for p in report.differing[:10]) + ": clients must not switch")
+    result.verify = {"how": "spark", "proven_before": 0, "at_switch": report.records("left")}
     _record(run, "mirror-gate", "verified", gate="verified", ends=ends, target_ends=target_ends,
-            records=report.records("left"), host=socket.gethostname(), pid=os.getpid())
+            records=report.records("left"), proven_before=0, at_switch=report.records("left"),
+            host=socket.gethostname(), pid=os.getpid())
     return Gate("verified", f"{report.records('left')} records in {len(report.partitions)} partitions equal on both "
                             "clusters (records past the common prefix counted as differences)")
+
+
+def _tail_verified(run: _Run, say: Say, result: CutoverResult, proofs: dict, compacted: set[str],
+                   ends: dict[str, int], target_ends: dict[str, int]) -> Gate:
+    """Gate e with proofs: only the tail after them, read and hashed in Python (no JVM in the window)."""
+    say(f"verifying the records after the proofs of mirror verify ({proven_records(proofs)} records proven "
+        "before the switch), without Spark")
+    tail = verify_tail(run.src, run.tgt, run.topics, compacted, proofs)
+    for line in tail.dropped:
+        say(f"proof dropped, verified again: {line}")
+    if tail.problems:
+        raise StepFailed("the cross-cluster verify of the tail found differences in "
+                         + "; ".join(tail.problems[:10]) + ": clients must not switch")
+    result.verify = {"how": "tail", "proven_before": tail.proven_before, "at_switch": tail.at_switch}
+    _record(run, "mirror-gate", "verified", gate="verified", ends=ends, target_ends=target_ends,
+            records=tail.proven_before + tail.at_switch, proven_before=tail.proven_before, at_switch=tail.at_switch,
+            host=socket.gethostname(), pid=os.getpid())
+    return Gate("verified", f"{tail.proven_before} records proven equal before the switch (mirror verify), "
+                            f"{tail.at_switch} verified at the switch without Spark")

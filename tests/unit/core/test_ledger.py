@@ -47,7 +47,8 @@ def _ledger() -> Ledger:
     return Ledger(records)
 
 
-NEW_KINDS = {"run", "cancel-requested", "mirror-step", "mirror-gate", "mirror-offsets", "throttle-auto"}  # added after the fixture's version (mirror-*: their own topic)
+NEW_KINDS = {"run", "cancel-requested", "mirror-step", "mirror-gate", "mirror-offsets", "throttle-auto",
+             "mirror-proven"}  # added after the fixture's version (mirror-*: their own topic)
 
 
 def test_every_kind_is_in_the_fixture():
