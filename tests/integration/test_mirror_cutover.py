@@ -215,6 +215,31 @@ def test_producers_still_writing_fail_the_first_gate_naming_the_partition(cluste
     assert cutover_records(clusters[1]) == []
 
 
+def test_mirror_verify_proves_the_copy_while_producers_write_and_reads_nothing_proven_again(clusters, mirror, state_dir,
+                                                                                            capsys):
+    src, _tgt = clusters
+    code, first, err = run_json(capsys, "mirror", "verify", "--state-dir", str(state_dir))
+    assert code == 0 and first["ok"], err
+    parts = {(p["topic"], p["partition"]): p for p in first["partitions"]}
+    # compacted topics are compared whole at the switch; every plain partition copied so far is proven
+    assert TABLE in first["compacted_topics"] and (TABLE, 0) not in parts
+    assert parts[(ORDERS, 0)]["proven"] > 0 and parts[(ORDERS, 1)]["proven"] > 0 and parts[(TX, 0)]["proven"] <= 100
+    assert all(p["problem"] is None and p["dropped"] is None for p in parts.values())
+    produce(src, ORDERS, 2, 200, start=600)  # more records while the live producer writes on
+    code, second, err = run_json(capsys, "mirror", "verify", "--state-dir", str(state_dir))
+    assert code == 0 and second["ok"], err
+    for p in second["partitions"]:  # a rerun proves only the records after the proof: the proven ones count once
+        before = parts[(p["topic"], p["partition"])]["proven"]
+        assert p["proved_now"] == p["proven"] - before and p["proven"] >= before, (p, before)
+    code, third, err = run_json(capsys, "mirror", "verify", "--state-dir", str(state_dir), "--follow",
+                                "--interval", "1s", "--timeout", "6s")
+    assert code == 0 and third["ok"] and third["passes"] >= 2, err
+    assert third["proven"] >= second["proven"] > first["proven"]
+    produce(src, ORDERS, 2, 100, start=800)  # the tail: written after the last proof, verified at the switch
+    print(f"\nmirror verify: {first['proven']} records proven in {first['seconds']} s, then {second['proven']} "
+          f"({second['proved_now']} new) in {second['seconds']} s", file=sys.__stderr__)
+
+
 def test_killed_at_seeded_points_then_run_again_converges_without_moving_offsets_back(clusters, mirror, state_dir, capsys):
     src, tgt = clusters
     stopped = mirror.stop()
@@ -233,6 +258,9 @@ def test_killed_at_seeded_points_then_run_again_converges_without_moving_offsets
     assert gates["producers-stopped"]["how"] == "bookkeeping" and gates["verified"]["how"] == "bookkeeping"
     assert all(w["action"] in ("already", "kept") for w in doc["writes"]), doc["writes"]
     print(f"\ncut-over window with two kills and re-runs: {window:.1f} s (last run {doc['seconds']} s)", file=sys.__stderr__)
+    # the verify at the switch: only the tail after mirror verify's proofs (recorded by the run killed after it)
+    assert doc["verify"]["how"] == "bookkeeping" and doc["verify"]["proven_before"] > 0, doc["verify"]
+    assert doc["verify"]["at_switch"] >= 100, doc["verify"]  # the tail written after the last proof, at least
     by = {(o["group"], o["topic"], o["partition"]): o for o in doc["offsets"]}
     assert by[("near", TX, 0)]["duplicates"] == 0  # at the end, past the aborted transaction's marker
     # far behind: MirrorMaker's few offset-syncs give an earlier offset; content finds the exact one
@@ -320,3 +348,63 @@ def test_status_after_the_cutover_reads_the_bookkeeping_and_counts_the_same_dupl
     expected = {(o["group"], o["topic"], o["partition"]): o["duplicates"] for o in cut["offsets"]}
     assert {(g["group"], g["topic"], g["partition"]): g["duplicates"] for g in doc["groups"]
             if g["group"] in GROUPS} == expected
+
+
+def test_the_python_hashes_equal_spark_s_on_the_same_records(clusters):
+    """The tail verify at the switch hashes records in Python; the bulk verify in Spark: the same definition.
+    Records of every shape (null and empty keys and values, headers with null, empty and repeated keys, old and
+    new timestamps, an aborted transaction that neither reads) hashed both ways, each record on its own."""
+    from migrate.adapters.kafka.mirror import MirrorCluster
+    from migrate.adapters.kafka.translation import hashed_records
+    from migrate.adapters.spark.job import digest_ranges
+    from migrate.adapters.spark.session import SparkSettings, spark_session
+    from migrate.core.verify.records import digest_sums
+    from migrate.core.verify.snapshot import ReadRange
+
+    src, _ = clusters
+    topic = "hashes-check"
+    create(src, topic, 1)
+    shapes = [(None, None, None), (b"", b"", []), (b"k", None, [("h", None)]), (None, b"v", [("h", b"")]),
+              (b"k\x00\xff", b"\x00" * 300, [("a", b"1"), ("a", b"1"), ("\u00e9", b"2")]),
+              (b"x" * 70, b"y" * 33, [("h", b"z" * 40)])]
+    p = Producer({"bootstrap.servers": src, "transactional.id": "hashes-writer"})
+    p.init_transactions(60)
+    for commit in (True, False, True):
+        p.begin_transaction()
+        for i, (key, value, headers) in enumerate(shapes):
+            p.produce(topic, key=key, value=value, headers=headers, partition=0,
+                      timestamp=[1, 1_500_000_000_123, 1_700_000_000_000 + i][i % 3])
+        if commit:
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+    end = ends_of(src, topic)
+    side = MirrorCluster(ClientSettings(src), "source")
+    python = hashed_records(side, {(topic, 0): (0, end)})[(topic, 0)]
+    assert len(python) == 2 * len(shapes)
+    with spark_session(SparkSettings(master=MASTER)) as spark:
+        found = digest_ranges(spark, ClientSettings(src).spark_options(), [ReadRange(topic, 0, 0, end, end, False, 0, 1)],
+                              include_offsets=False)[(topic, 0)]
+    per_offset = {c.start: (c.hash1, c.hash2) for c in found.chunks if c.records}
+    assert per_offset == {r.offset: (r.h1, r.h2) for r in python}
+    assert digest_sums(python) == (found.digest.records, found.digest.hash1, found.digest.hash2)
+
+
+def ends_of(bs: str, topic: str) -> int:
+    c = Consumer({"bootstrap.servers": bs, "group.id": "test-ends", "isolation.level": "read_committed"})
+    try:
+        return c.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)[1]
+    finally:
+        c.close()
+
+
+def test_a_record_written_straight_to_the_target_is_caught_at_the_switch_and_named(clusters, mirror, state_dir, capsys):
+    """A producer pointed at the wrong cluster: its record lands after the proven records; the tail verify names it."""
+    _src, tgt = clusters
+    p = Producer({"bootstrap.servers": tgt})
+    p.produce(ORDERS, value=b"stray", partition=0)
+    assert p.flush(30) == 0
+    code, _out, err = run(capsys, *cutover_args(clusters, state_dir))
+    assert code == 1, err
+    assert f"{ORDERS}-0: the target holds 1 record(s) past the source's end" in err, err
+
