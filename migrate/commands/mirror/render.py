@@ -155,7 +155,7 @@ def waiting(wait, live: bool, output: OutputFormat):
 def cutover(result) -> None:
     for g in result.gates:
         mark = {"checked": "passed", "bookkeeping": "passed (from the bookkeeping)", "skipped": "skipped"}[g.how]
-        console.print(f"[{mark}] {g.name}: {g.detail}", markup=False)
+        console.print(f"[{mark}] {g.name}: {g.detail} ({g.seconds:.1f} s)", markup=False)
     table = Table(title="offsets on the target", title_justify="left")
     for col in ("group", "topic", "partition", "source committed", "target offset", "how", "duplicates"):
         table.add_column(col, overflow="fold")

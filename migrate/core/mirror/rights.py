@@ -98,6 +98,12 @@ def cutover_needs(groups: Iterable[str], topics: Iterable[str], internal_topics:
     return src, tgt + bookkeeping_needs(bookkeeping_topic, bookkeeping_exists)
 
 
+def proof_needs(topics: Iterable[str], bookkeeping_topic: str, bookkeeping_exists: bool) -> Needs:
+    """``kmigrate mirror verify``: (source needs, target needs). Both sides: read the mirrored topics' records
+    and configs; the target: the bookkeeping, where the proofs are kept."""
+    return verify_needs(topics), verify_needs(topics) + bookkeeping_needs(bookkeeping_topic, bookkeeping_exists)
+
+
 def refusal_message(refusals: list[str], log_path: str, principal: str | None, target_bootstrap: str) -> str:
     """One line: which rights MirrorMaker 2 was refused at start, how to grant them, what to run next."""
     who = principal or "User:<the target's principal>"
@@ -128,4 +134,6 @@ def readme_rows() -> list[tuple[str, list[Need]]]:
         rows += [(f"{command} (source)", base[0] + on_source), (f"{command} (target)", base[1] + on_target)]
     cut_source, cut_target = cutover_needs([group], [mirrored], ("<MirrorMaker's internal topics>",),
                                            MIRROR_TOPIC, True)
-    return rows + [("kmigrate mirror cutover (source)", cut_source), ("kmigrate mirror cutover (target)", cut_target)]
+    proof_source, proof_target = proof_needs([mirrored], MIRROR_TOPIC, True)
+    return rows + [("kmigrate mirror verify (source)", proof_source), ("kmigrate mirror verify (target)", proof_target),
+                   ("kmigrate mirror cutover (source)", cut_source), ("kmigrate mirror cutover (target)", cut_target)]

@@ -26,11 +26,14 @@ from typing import Callable
 
 from migrate.adapters.kafka.translation import hashed_records
 from migrate.adapters.kafka.mirror import MirrorCluster
+from migrate.core.ledger import MIRROR_TOPIC
 from migrate.core.mirror.plan import compile_filter, is_internal_topic
 from migrate.core.mirror.proof import Outcome, Proof, extend, fold_proofs, starts, tail_records, tp_key
+from migrate.core.mirror.rights import proof_needs
 from migrate.core.verify.records import table_digest
 from migrate.errors import BadInput
 from migrate.runner.mirror.clusters import MirrorBook, Side, Started
+from migrate.runner.permissions import require
 from migrate.waiting import SYSTEM_CLOCK, Clock
 
 Say = Callable[[str], None]
@@ -150,6 +153,9 @@ def verify_mirror(req: VerifyRequest, say: Say = lambda m: None, clock: Clock = 
     compacted = compacted_topics(src, topics)
     tps = [(t, p) for t, n in sorted(topics.items()) if t not in compacted for p in range(n)]
     book = mirror.clusters.book(sid, tid)
+    on_source, on_target = proof_needs(topics, MIRROR_TOPIC, book.exists())
+    require(src.admin, src.settings, on_source)
+    require(tgt.admin, tgt.settings, on_target)
     result = VerifyResult(mirror.source.bootstrap, mirror.target.bootstrap, compacted=sorted(compacted))
     while True:
         proofs = fold_proofs(book.values())
