@@ -41,7 +41,7 @@ MODULE_SECONDS = {
     "test_partitions_migration.py": 162,
     "test_partitions_interrupt.py": 143,
     "test_security_acl.py": 134,
-    "test_mirror_cutover.py": 145,  # 3 groups, 8 tests (mirror verify, the tail at the switch, Python = Spark hashes: one JVM, 32 s): 144 s through itest (one run, mirror-tail, 2026-11-27)
+    "test_mirror_cutover.py": 130,  # 3 groups, 8 tests (mirror verify, the tail at the switch, Python = Spark hashes: one JVM): 113-144 s through itest (two runs, mirror-tail, 2026-11-27)
     "test_demo_cross_cluster.py": 125,
     "test_mirror_security.py": 120,
     "test_mirror.py": 119,

@@ -7,7 +7,9 @@ their count and digest (the verify hashes, :mod:`migrate.core.verify.records`) a
 on each side (its offsets and hash1: the *anchor*). Records are compared by their sequence number in the
 partition: the n-th committed record of the source against the n-th of the target.
 
-A pass (:func:`starts`, then :func:`extend`) reads the target from the anchor to its end, then as many
+Without a proof, the first records compared are the source's first and its copy on the target: records the
+target holds before it are older than the source's log start (retention deleted them there) and are said, not
+compared. A pass (:func:`starts`, then :func:`extend`) reads the target from the anchor to its end, then as many
 records of the source from its anchor; the first record on each side must be the anchor (else the proof no
 longer holds: the topic was recreated, or retention deleted the anchor) and the proof grows by the records
 equal on both sides, up to the first that differs (named). So nothing proven is read again, save the anchor.
@@ -132,6 +134,7 @@ class Outcome:
     problem: str | None = None
     dropped: str | None = None
     source_left: int = 0  # source records read past the target's (not copied yet when the target was read)
+    note: str | None = None  # records not compared, and why
 
     @property
     def changed(self) -> bool:
@@ -164,6 +167,13 @@ def extend(proof: Proof | None, start: Start, source: Sequence[Hashed], target: 
         source, target = source[1:], target[1:]
     elif dropped is not None:
         proof = None
+    note = None
+    if proof is None and source and target:
+        older = _older_on_target(source[0], target)
+        if older:
+            note = (f"{older} record(s) on the target before the copy of the source's first record (retention "
+                    "deleted them on the source): not compared")
+            target = target[older:]
     n, same = min(len(source), len(target)), 0
     while same < n and (source[same].h1, source[same].h2) == (target[same].h1, target[same].h2):
         same += 1
@@ -189,7 +199,16 @@ def extend(proof: Proof | None, start: Start, source: Sequence[Hashed], target: 
     elif tail and len(source) > n:
         problem = (f"the source holds {len(source) - n} record(s) the target does not "
                    f"(from source offset {source[n].offset})")
-    return Outcome(grown, same, problem, dropped, len(source) - n if same == n else 0)
+    return Outcome(grown, same, problem, dropped, len(source) - n if same == n else 0, note)
+
+
+def _older_on_target(first: Hashed, target: Sequence[Hashed]) -> int:
+    """How many target records come before the copy of the source's first record (``0``: the first is it, or it
+    is not there: then the records are compared from the start, and differ)."""
+    for i, r in enumerate(target):
+        if (r.h1, r.h2) == (first.h1, first.h2):
+            return i
+    return 0
 
 
 def tail_records(proof: Proof | None, source: tuple[int, int], target: tuple[int, int]) -> int:

@@ -65,10 +65,11 @@ class PartitionProof:
     unproven: int  # source offsets past the proof (records not copied yet, or not read yet)
     problem: str | None = None
     dropped: str | None = None
+    note: str | None = None
 
     def to_dict(self) -> dict:
         return {"topic": self.topic, "partition": self.partition, "proven": self.proven, "proved_now": self.proved_now,
-                "unproven_offsets": self.unproven, "problem": self.problem, "dropped": self.dropped}
+                "unproven_offsets": self.unproven, "problem": self.problem, "dropped": self.dropped, "note": self.note}
 
 
 @dataclass
@@ -167,12 +168,14 @@ def verify_mirror(req: VerifyRequest, say: Say = lambda m: None, clock: Clock = 
             proven = o.proof.records if o.proof is not None else 0
             to = o.proof.source_to if o.proof is not None else sb[tp][0]
             result.partitions.append(PartitionProof(tp[0], tp[1], proven, o.proved, max(0, sb[tp][1] - to),
-                                                    o.problem, o.dropped))
+                                                    o.problem, o.dropped, o.note))
         for p in result.partitions:
             if p.dropped:
                 say(f"{p.topic}-{p.partition}: proof dropped ({p.dropped}), proving again from the log starts")
             if p.problem:
                 say(f"{p.topic}-{p.partition} differs: {p.problem}")
+            if p.note and p.proved_now:
+                say(f"{p.topic}-{p.partition}: {p.note}")
         say(f"pass {result.passes}: {sum(p.proved_now for p in result.partitions)} record(s) proven now, "
             f"{result.proven} in all; {sum(p.unproven for p in result.partitions)} source offset(s) not proven yet")
         result.seconds = clock.now() - began

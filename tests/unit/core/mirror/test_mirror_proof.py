@@ -110,3 +110,13 @@ def test_record_hashes_tell_apart_what_spark_tells_apart():
               record_hashes(b"k", b"v", [("h", b"1")], 1_700_000_000_001)]
     assert len({base, *others}) == 7
     assert all(-2**63 <= h < 2**63 for h in base)
+
+
+def test_records_the_source_no_longer_holds_are_said_not_compared_and_a_missing_start_is_a_difference():
+    target = _side([1, 2, 3, 4, 5], [0, 1, 0, 1, 0])
+    after_retention = [r for r in _side([1, 2, 3, 4, 5], [0, 0, 0, 0, 0]) if r.offset >= 2]
+    o = extend(None, Start(2, 0), after_retention, target, tail=True)
+    assert o.problem is None and o.proof.records == 3 and o.proof.target_from == target[2].offset
+    assert o.note.startswith("2 record(s) on the target before the copy of the source's first record")
+    lost = extend(None, Start(0, 0), _side([1, 2, 3], [0, 0, 0]), _side([2, 3], [0, 0]), tail=True)
+    assert lost.problem == "record 1 differs: source offset 0, target offset 0" and lost.proof is None
