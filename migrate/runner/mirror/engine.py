@@ -48,6 +48,7 @@ class Engine(ABC):
     notices: ClassVar[tuple[str, ...]] = ()  # warnings its plan and start print first
     live_progress: ClassVar[bool] = True  # waits show their progress as it goes (a bar on a terminal)
     cutover_reads: ClassVar[tuple[str, ...]] = ()  # its topics on the target the cut-over reads
+    exactly_once: ClassVar[bool] = True  # copies each record once (else a restart copies some again: duplicates)
 
     def check_options(self, instances: int = 1) -> None:
         """Refuse options this engine cannot take (BadInput), before anything is read."""

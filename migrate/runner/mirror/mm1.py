@@ -98,6 +98,7 @@ class MirrorMaker1(Engine):
     """Kafka's legacy ``kafka.tools.MirrorMaker`` (deprecated since Kafka 3.0, removed in 4.0)."""
 
     name = ENGINE
+    exactly_once = False
     label = "MirrorMaker 1"
     notices = (DEPRECATION, PARTITIONING)
     live_progress = False  # a wait prints a line per look, as kafka-consumer-groups would

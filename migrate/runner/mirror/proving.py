@@ -33,6 +33,7 @@ from migrate.core.mirror.rights import proof_needs
 from migrate.core.verify.records import table_digest
 from migrate.errors import BadInput
 from migrate.runner.mirror.clusters import MirrorBook, Side, Started
+from migrate.runner.mirror.engines import engine_of
 from migrate.runner.permissions import require
 from migrate.waiting import SYSTEM_CLOCK, Clock
 
@@ -157,6 +158,10 @@ def verify_mirror(req: VerifyRequest, say: Say = lambda m: None, clock: Clock = 
     on_source, on_target = proof_needs(topics, MIRROR_TOPIC, book.exists())
     require(src.admin, src.settings, on_source)
     require(tgt.admin, tgt.settings, on_target)
+    engine = engine_of(req.state_dir)
+    if not engine.exactly_once:
+        say(f"{engine.label} copies at least once: a record it copied again after a restart differs here (a "
+            "duplicate), and the cut-over verifies everything with Spark, which tells duplicates from loss")
     result = VerifyResult(mirror.source.bootstrap, mirror.target.bootstrap, compacted=sorted(compacted))
     while True:
         proofs = fold_proofs(book.values())
