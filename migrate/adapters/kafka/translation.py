@@ -18,10 +18,41 @@ from migrate.core.verify.records import Hashed, record_hashes
 from migrate.errors import StepFailed
 
 
-def _consumer(side: MirrorCluster) -> Consumer:
+def _consumer(side: MirrorCluster, group: str = "kmigrate-translation-reader") -> Consumer:
     return Consumer(side.settings.confluent(**{
-        "group.id": "kmigrate-translation-reader", "enable.auto.commit": False, "isolation.level": "read_committed",
+        "group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed",
         "enable.partition.eof": True, "auto.offset.reset": "earliest", "logger": LIBRDKAFKA_LOG}))
+
+
+def _read(side: MirrorCluster, consumer: Consumer, ranges: dict[tuple[str, int], tuple[int, int]],
+          todo: set[tuple[str, int]], take, batch: int = 1000) -> None:
+    """Read each partition of ``todo`` from its ``ranges`` start with one consumer (closed at the end), handing each
+    committed record before the range's end to ``take(tp, message)``, which returns True when that partition is done;
+    a partition also ends at its end offset or the log's end. StepFailed when nothing comes for 4 timeouts."""
+    deadline = time.monotonic() + 4 * side.timeout_s
+    try:
+        consumer.assign([TopicPartition(t, p, ranges[(t, p)][0]) for t, p in sorted(todo)])
+        while todo:
+            if time.monotonic() > deadline:
+                raise StepFailed(f"reading {', '.join(f'{t}[{p}]' for t, p in sorted(todo))} of the {side.role} "
+                                 "cluster stalled")
+            done: list[tuple[str, int]] = []
+            for m in consumer.consume(batch, timeout=0.1):  # returns at the batch or the timeout: short, not to wait
+                tp = (m.topic(), m.partition())
+                if tp not in todo:
+                    continue
+                err = m.error()
+                if err is not None and err.code() != KafkaError._PARTITION_EOF:
+                    raise StepFailed(f"cannot read {tp[0]}[{tp[1]}] of the {side.role} cluster: {err}")
+                if err is None:
+                    deadline = time.monotonic() + 4 * side.timeout_s  # records come: not stalled
+                if err is not None or m.offset() >= ranges[tp][1] or take(tp, m):
+                    todo.discard(tp)
+                    done.append(tp)
+            if done and todo:
+                consumer.pause([TopicPartition(t, p) for t, p in done])
+    finally:
+        consumer.close()
 
 
 def read_records(side: MirrorCluster, ranges: dict[tuple[str, int], tuple[int, int]], limit: int,
@@ -34,40 +65,13 @@ def read_records(side: MirrorCluster, ranges: dict[tuple[str, int], tuple[int, i
     todo = {tp for tp, (start, end) in ranges.items() if start < end} if limit > 0 else set()
     if not todo:
         return out
-    consumer = _consumer(side)
-    deadline = time.monotonic() + 4 * side.timeout_s
-    try:
-        consumer.assign([TopicPartition(t, p, ranges[(t, p)][0]) for t, p in sorted(todo)])
-        while todo:
-            if time.monotonic() > deadline:
-                raise StepFailed(f"reading {', '.join(f'{t}[{p}]' for t, p in sorted(todo))} of the {side.role} "
-                                 "cluster stalled")
-            done: list[tuple[str, int]] = []
-            for m in consumer.consume(1000, timeout=0.1):  # returns at 1000 or the timeout: short, not to wait on a few
-                tp = (m.topic(), m.partition())
-                if tp not in todo:
-                    continue
-                err = m.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        todo.discard(tp)
-                        done.append(tp)
-                        continue
-                    raise StepFailed(f"cannot read {tp[0]}[{tp[1]}] of the {side.role} cluster: {err}")
-                deadline = time.monotonic() + 4 * side.timeout_s  # records come: not stalled
-                if m.offset() >= ranges[tp][1]:
-                    todo.discard(tp)
-                    done.append(tp)
-                    continue
-                rec = Record(m.offset(), m.timestamp()[1], record_digest(m.key(), m.value(), m.headers(), m.timestamp()[1]))
-                out[tp].append(rec)
-                if m.offset() + 1 >= ranges[tp][1] or len(out[tp]) >= limit or until.get(tp) == rec.digest:
-                    todo.discard(tp)
-                    done.append(tp)
-            if done and todo:
-                consumer.pause([TopicPartition(t, p) for t, p in done])
-    finally:
-        consumer.close()
+
+    def take(tp: tuple[str, int], m) -> bool:
+        rec = Record(m.offset(), m.timestamp()[1], record_digest(m.key(), m.value(), m.headers(), m.timestamp()[1]))
+        out[tp].append(rec)
+        return m.offset() + 1 >= ranges[tp][1] or len(out[tp]) >= limit or until.get(tp) == rec.digest
+
+    _read(side, _consumer(side), ranges, todo, take)
     return out
 
 
@@ -146,43 +150,13 @@ def hashed_records(side: MirrorCluster, ranges: dict[tuple[str, int], tuple[int,
     todo = {tp for tp, (lo, hi) in ranges.items() if hi > lo and limits.get(tp, 1) > 0}
     if not todo:
         return out
-    consumer = Consumer(side.settings.confluent(**{
-        "group.id": "kmigrate-verify-reader", "enable.auto.commit": False, "isolation.level": "read_committed",
-        "enable.partition.eof": True, "auto.offset.reset": "earliest", "logger": LIBRDKAFKA_LOG}))
-    deadline = time.monotonic() + 4 * side.timeout_s
-    try:
-        consumer.assign([TopicPartition(t, p, ranges[(t, p)][0]) for t, p in sorted(todo)])
-        while todo:
-            if time.monotonic() > deadline:
-                raise StepFailed(f"reading {', '.join(f'{t}-{p}' for t, p in sorted(todo))} of the {side.role} "
-                                 "cluster stalled")
-            done: list[tuple[str, int]] = []
-            for m in consumer.consume(5000, timeout=0.1):
-                tp = (m.topic(), m.partition())
-                if tp not in todo:
-                    continue
-                err = m.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        todo.discard(tp)
-                        done.append(tp)
-                        continue
-                    raise StepFailed(f"cannot read {tp[0]}-{tp[1]} of the {side.role} cluster: {err}")
-                deadline = time.monotonic() + 4 * side.timeout_s
-                end = ranges[tp][1]
-                if m.offset() >= end:
-                    todo.discard(tp)
-                    done.append(tp)
-                    continue
-                key, value = m.key(), m.value()
-                h1, h2 = record_hashes(key, value, m.headers(), m.timestamp()[1])
-                recs = out[tp]
-                recs.append(Hashed(m.offset(), h1, h2, key if keys else None, keys and value is None))
-                if m.offset() + 1 >= end or len(recs) >= limits.get(tp, _NO_LIMIT):
-                    todo.discard(tp)
-                    done.append(tp)
-            if done and todo:
-                consumer.pause([TopicPartition(t, p) for t, p in done])
-    finally:
-        consumer.close()
+
+    def take(tp: tuple[str, int], m) -> bool:
+        key, value = m.key(), m.value()
+        h1, h2 = record_hashes(key, value, m.headers(), m.timestamp()[1])
+        recs = out[tp]
+        recs.append(Hashed(m.offset(), h1, h2, key if keys else None, keys and value is None))
+        return m.offset() + 1 >= ranges[tp][1] or len(recs) >= limits.get(tp, _NO_LIMIT)
+
+    _read(side, _consumer(side, "kmigrate-verify-reader"), ranges, todo, take, batch=5000)
     return out
