@@ -31,6 +31,11 @@ def demo(
     cross_cluster: bool = typer.Option(False, "--cross-cluster", help="Instead: copy the source to a second, separate "
                                        "cluster with MirrorMaker 2 (mirror start, status --wait, cutover, stop) and switch "
                                        "the canary's producer and consumer group to it (--scale defaults to 0.1 there)."),
+    kraft_cluster: bool = typer.Option(False, "--kraft-cluster", help="Instead: a KRaft cluster (no ZooKeeper) moved to "
+                                       "new machines: 3 controllers to 3 new ones (kmigrate controllers, the leader "
+                                       "among the removed), 3 brokers to 3 new ones (partitions, brokers unregister)."),
+    kafka_version: str = typer.Option("4.4.0", "--kafka-version", help="With --kraft-cluster: the cluster's Kafka "
+                                      "release (4.0.0 or later)."),
     kraft: bool = typer.Option(False, "--kraft", help="Instead: move the brokers to new nodes in ZooKeeper mode, then "
                                "leave ZooKeeper (KRaft, KIP-866: controller, two rolls, finalize, ZooKeeper stopped), "
                                "with seeded SIGKILLs of kmigrate in each phase."),
@@ -48,6 +53,13 @@ def demo(
     rest_s = parse_duration(rest, "--rest")
     if report_file is not None:
         check_writable(report_file, "--report", "demo-report.json")
+    if kraft_cluster:
+        from migrate.commands.demo_kraft_cluster import check_options, run_kraft_cluster
+
+        check_options(security, no_move, kraft, cross_cluster)
+        return run_kraft_cluster(directory, keep, ip_prefix, throttle, scale, kafka_version, output)
+    if kafka_version != "4.4.0":
+        raise BadInput("--kafka-version is for --kraft-cluster (the other demos run the sandbox's default releases)")
     if kraft and cross_cluster:
         raise BadInput("--kraft and --cross-cluster are two different demos: choose one")
     if no_move and not kraft:
