@@ -16,6 +16,7 @@ def test_the_sandbox_is_kraft_with_spare_controllers_and_brokers(tmp_path):
     assert spec.kraft and spec.zookeeper_ids == () and spec.kafka_version == "4.4.0"
     assert (spec.controller_ids, spec.spare_controller_ids) == ((3000, 3001, 3002), (3003, 3004, 3005))
     assert (demo.old, demo.new) == ([1, 2, 3], [4, 5, 6])
+    assert spec.kafka_settings == {"replica.fetch.backoff.ms": "100", "replica.fetch.wait.max.ms": "100"}
     assert {rf for _n, _p, rf, *_ in demo.topic_shapes} == {3}
     assert any(c.get("cleanup.policy") == "compact" for *_, c, _n in demo.topic_shapes)
     small = KraftClusterDemo(tmp_path / "s", ip_prefix="127.0.77", brokers=2, kafka_version="4.1.1")
@@ -25,8 +26,8 @@ def test_the_sandbox_is_kraft_with_spare_controllers_and_brokers(tmp_path):
 
 def test_the_phases_in_the_operators_order(tmp_path):
     names = [n for n, _ in KraftClusterDemo(tmp_path / "d").phase_list()]
-    order = ["start the canary", "kmigrate verify snapshot", "roll every broker to the old and new controllers",
-             "kmigrate controllers", "roll the brokers that stay to the new controllers only", "kmigrate partitions",
+    order = ["start the canary", "kmigrate verify snapshot", "roll the brokers to the old and new controllers",
+             "kmigrate controllers", "start the new brokers with the new controllers only", "kmigrate partitions",
              "stop the old brokers", "kmigrate brokers unregister", "kmigrate verify compare",
              "read group offsets and topic configs (after) and compare"]
     found = [next(i for i, n in enumerate(names) if n.startswith(o)) for o in order]
