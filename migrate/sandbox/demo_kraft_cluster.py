@@ -9,13 +9,16 @@ from before the first change to the end:
    observers), brokers 1-3 and 4-6 (spares, empty); topics with RF 3 and ``min.insync.replicas=2``, a compacted one,
    a transactional one, consumer groups with committed offsets; the canary; ``verify snapshot``; the state read
    (group offsets, topic configs: **before**).
-   The new brokers' machines wait: the sandbox starts brokers 4-6 with the others, the demo stops them at once (an
-   operator starts the new brokers once the controllers have moved, with the new controllers' list).
-2. Brokers 1-3 rolled to ``controller.quorum.bootstrap.servers`` = old + new controllers; ``kmigrate controllers
-   --add 3003,3004,3005 --remove 3000,3001,3002`` (one change at a time, the leader removed last, ``--stop-command``
-   stopping each removed controller through the sandbox); brokers 4-6 started with the new controllers only
-   (``sandbox restart-broker N --controller-quorum-bootstrap-servers``). Brokers 1-3 are not rolled a second time:
-   they keep old + new (the new ones reachable) until they are retired, a roll of brokers about to go buys nothing.
+2. Every broker rolled to ``controller.quorum.bootstrap.servers`` = old + new controllers (``sandbox restart-broker N
+   --controller-quorum-bootstrap-servers``); ``kmigrate controllers --add 3003,3004,3005 --remove 3000,3001,3002``
+   (one change at a time, the leader removed last, ``--stop-command`` stopping each removed controller through the
+   sandbox); the brokers that stay (4-6) rolled to the new controllers only. Brokers 1-3 are not rolled a second
+   time: they keep old + new (the new ones reachable) until they retire, a roll of brokers about to go buys nothing.
+
+   The new brokers run from the start (empty): stopped ones cannot wait for the controllers' move, as Kafka's
+   rack-aware placement still puts new replicas on a fenced broker when its rack has no other (seen:
+   ``__transaction_state`` created with replicas on the stopped brokers 4-6, then the transactions' coordinator
+   unavailable).
 3. ``kmigrate partitions --mapping 1:4,2:5,3:6``; brokers 1-3 stopped; ``kmigrate brokers unregister --broker-list
    1,2,3``; the registrations read back: only the new brokers.
 
@@ -162,9 +165,9 @@ class KraftClusterDemo(KraftDemo):
             ("start the canary", self.start_canary),
             ("read group offsets and topic configs (before)", self.read_before),
             ("kmigrate verify snapshot", self.verify_snapshot),
-            ("roll the brokers to the old and new controllers", self.roll_to_both),
+            ("roll every broker to the old and new controllers", self.roll_to_both),
             ("kmigrate controllers (add the new, remove the old, stop each removed)", self.move_controllers),
-            ("start the new brokers with the new controllers only", self.start_new_brokers),
+            ("roll the brokers that stay to the new controllers only", self.roll_to_new),
             ("kmigrate partitions (brokers to the new ones)", self.migrate_partitions),
             ("stop the old brokers", self.decommission),
             ("kmigrate brokers unregister", self.unregister),
@@ -188,8 +191,7 @@ class KraftClusterDemo(KraftDemo):
 
     @property
     def bootstrap_new(self) -> str:
-        """Every broker (:meth:`KraftDemo.read_state` reads through it): the new ones start only after the controllers
-        have moved, the old ones stop after the partitions have."""
+        """Every broker (:meth:`KraftDemo.read_state` reads through it before and after the move)."""
         return self.spec.bootstrap_servers(spare=None)
 
     def _addresses(self, ids) -> list[str]:
@@ -200,22 +202,6 @@ class KraftClusterDemo(KraftDemo):
         from migrate.adapters.kafka import voters as kv
 
         return kv.read_quorum(self._addresses(ids))[1]
-
-    def _wait_fenced(self, brokers: list[int], timeout_s: float = 60) -> None:
-        """Until the controllers fence the stopped ``brokers``: a broker that shut down stays unfenced until its
-        session expires (``broker.session.timeout.ms``), and a topic created meanwhile (``__transaction_state`` on
-        the first transaction) may be placed on it."""
-        from migrate.adapters.kraft.registrations import broker_registrations
-        from migrate.waiting import wait_until
-
-        bootstrap = self.spec.bootstrap_servers(spare=False).split(",")
-
-        def fenced() -> bool:
-            regs, _complete = broker_registrations(bootstrap)
-            return all(b not in regs or regs[b].fenced for b in brokers)
-
-        wait_until(fenced, timeout_s=timeout_s, interval_s=0.5, what=f"brokers {brokers} fenced",
-                   on_timeout=lambda: StepFailed(f"brokers {brokers} stopped but not fenced after {timeout_s:.0f} s"))
 
     def _sandbox_cmd(self, *args: str, timeout_s: float = 600) -> None:
         proc = subprocess.run(kmigrate_command("sandbox", *args, "--dir", str(self.sandbox.dir)), capture_output=True,
@@ -242,19 +228,16 @@ class KraftClusterDemo(KraftDemo):
 
         self.sandbox.up(self.spec, progress=self.progress)
         (self.sandbox.dir / PLAYBOOK_FILE).write_text(KraftCluster(self.sandbox).playbook(self.throttle))
-        for b in self.new:  # their machines wait until the controllers have moved
-            self.sandbox.stop(f"kafka-{b}")
-        self._wait_fenced(self.new)
         return (f"Kafka {self.spec.kafka_version}, no ZooKeeper: controllers {self.old_controllers} (dynamic quorum), "
-                f"spares {self.new_controllers} (observers); brokers {self.old}; brokers {self.new} stopped until the "
-                f"controllers have moved; on {self.spec.ip_prefix}.x")
+                f"spares {self.new_controllers} (observers); brokers {self.old}, spares {self.new} (empty) on "
+                f"{self.spec.ip_prefix}.x")
 
     def read_before(self) -> str:
         detail = super().read_before()
         return detail.replace(", no authorizer", "")
 
     def roll_to_both(self) -> str:
-        return self._roll(self.old, self.old_controllers + self.new_controllers)
+        return self._roll(self.old + self.new, self.old_controllers + self.new_controllers)
 
     def move_controllers(self) -> str:
         before = self._quorum(self.old_controllers)
@@ -275,13 +258,11 @@ class KraftClusterDemo(KraftDemo):
                 f"{doc.get('leader_after')} ({doc.get('seconds', 0):.1f} s; the old leader removed last, each removed "
                 "controller stopped by --stop-command)")
 
-    def start_new_brokers(self) -> str:
-        """``sandbox restart-broker`` of a stopped broker: its new list written, started, the cluster healthy."""
-        self._roll(self.new, self.new_controllers)
+    def roll_to_new(self) -> str:
+        detail = self._roll(self.new, self.new_controllers)
         q = self._quorum(self.new_controllers)
         self.report.voters_after = list(q.voter_ids)
-        return (f"brokers {self.new} started one at a time (healthy after each) with controllers "
-                f"{self.new_controllers}; quorum: voters {list(q.voter_ids)}, leader {q.leader_id}")
+        return f"{detail}; quorum: voters {list(q.voter_ids)}, leader {q.leader_id}"
 
     def migrate_partitions(self) -> str:
         doc = run_json(["partitions", "--bootstrap-server", self.spec.bootstrap_servers(spare=None),

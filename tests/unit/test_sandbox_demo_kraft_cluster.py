@@ -26,8 +26,8 @@ def test_the_sandbox_is_kraft_with_spare_controllers_and_brokers(tmp_path):
 
 def test_the_phases_in_the_operators_order(tmp_path):
     names = [n for n, _ in KraftClusterDemo(tmp_path / "d").phase_list()]
-    order = ["start the canary", "kmigrate verify snapshot", "roll the brokers to the old and new controllers",
-             "kmigrate controllers", "start the new brokers with the new controllers only", "kmigrate partitions",
+    order = ["start the canary", "kmigrate verify snapshot", "roll every broker to the old and new controllers",
+             "kmigrate controllers", "roll the brokers that stay to the new controllers only", "kmigrate partitions",
              "stop the old brokers", "kmigrate brokers unregister", "kmigrate verify compare",
              "read group offsets and topic configs (after) and compare"]
     found = [next(i for i, n in enumerate(names) if n.startswith(o)) for o in order]
