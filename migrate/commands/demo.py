@@ -57,7 +57,8 @@ def demo(
         from migrate.commands.demo_kraft_cluster import check_options, run_kraft_cluster
 
         check_options(security, no_move, kraft, cross_cluster)
-        return run_kraft_cluster(directory, keep, ip_prefix, throttle, scale, kafka_version, output)
+        return run_kraft_cluster(directory, keep, ip_prefix, throttle, scale, kafka_version, output, rest_s, report_file,
+                                 _remove_all_but)
     if kafka_version != "4.4.0":
         raise BadInput("--kafka-version is for --kraft-cluster (the other demos run the sandbox's default releases)")
     if kraft and cross_cluster:

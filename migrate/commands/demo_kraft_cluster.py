@@ -3,15 +3,14 @@ canary (``migrate.sandbox.demo_kraft_cluster``), run and shown."""
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import typer
 from rich.table import Table
 
-from migrate.commands.canary import report_table
+from migrate.commands.canary import phase_table, report_table
 from migrate.commands.common import OutputFormat, console, emit_json
 from migrate.errors import EXIT_FAILURE, BadInput
 
@@ -33,7 +32,11 @@ def check_options(security: str, no_move: bool, kraft: bool, cross_cluster: bool
 
 
 def run_kraft_cluster(directory: Optional[Path], keep: bool, ip_prefix: str, throttle: str, scale: float,
-                      kafka_version: str, output: OutputFormat, brokers: int = 3, controllers: int = 3) -> None:
+                      kafka_version: str, output: OutputFormat, rest_s: float, report_file: Optional[Path],
+                      remove_all_but: Callable, brokers: int = 3, controllers: int = 3) -> None:
+    """Run the demo, write its report files (JSON and the HTML charts, as every demo) and show it;
+    ``remove_all_but(folder, files)``: the temporary folder's cleaning, as the other demos'."""
+    from migrate.runner.report.demo import write_demo_report
     from migrate.sandbox.demo_kraft_cluster import KraftClusterDemo, check_kafka_version
 
     check_kafka_version(kafka_version)
@@ -49,12 +52,16 @@ def run_kraft_cluster(directory: Optional[Path], keep: bool, ip_prefix: str, thr
 
     run = KraftClusterDemo(work, ip_prefix=ip_prefix, throttle=throttle, records_scale=scale, progress=progress,
                            kafka_version=kafka_version, controllers=controllers, brokers=brokers)
+    run.rest_s = rest_s
+    report_path = report_file or work / "demo-report.json"
+    pages: tuple[Path, Path] | None = None
     try:
         if status is not None:
             with status:
                 report = run.run()
         else:
             report = run.run()
+        pages = write_demo_report(report, report_path)
     except KeyboardInterrupt as exc:
         from migrate.runner.signals import interrupted
 
@@ -65,11 +72,16 @@ def run_kraft_cluster(directory: Optional[Path], keep: bool, ip_prefix: str, thr
         if not keep:
             run.teardown()
             if directory is None:
-                shutil.rmtree(work, ignore_errors=True)
+                remove_all_but(work, pages or ())
     if output == OutputFormat.json:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), "report_files": [str(p) for p in pages or ()]})
     else:
         show(report, keep)
+        if report.impact is not None:
+            console.print(phase_table(report.impact.phases, title="the canary per phase (at rest first)"))
+        if pages:
+            console.print(f"report: {pages[0]} (JSON), charts: {pages[1]} (HTML, open it in a browser)", markup=False,
+                          highlight=False, soft_wrap=True)
     if not report.ok:
         raise typer.Exit(EXIT_FAILURE)
 

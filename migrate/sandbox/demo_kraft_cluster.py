@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Callable
 
 from migrate.core.plan.document import ROLL_FETCH_SETTINGS
+from migrate.core.report.phases import AT_REST
 from migrate.errors import BadInput, StepFailed
 from migrate.sandbox.demo import DemoReport, Progress, kmigrate_command, run_json
 from migrate.sandbox.demo_kraft import KraftDemo, KraftDemoReport
@@ -133,6 +134,8 @@ class KraftClusterDemo(KraftDemo):
     """Controllers and brokers of a native KRaft cluster to new machines, live (the phases of
     :class:`KraftDemo`'s machinery: per-phase time, p99 and stall, the state before and after)."""
 
+    TITLE = "kmigrate demo --kraft-cluster: the canary during the move"
+
     def __init__(self, directory: Path, ip_prefix: str = "127.0.0", throttle: str = "20MB/s",
                  records_scale: float = 1.0, canary_rate: float = 50.0, progress: Progress = lambda msg: None,
                  kafka_version: str = DEFAULT_KAFKA, controllers: int = 3, brokers: int = 3,
@@ -163,6 +166,7 @@ class KraftClusterDemo(KraftDemo):
             ("start the sandbox (sandbox up --kraft)", self.start_sandbox),
             ("create topics, transactions and consumer groups", self.create_topics),
             ("start the canary", self.start_canary),
+            (f"{AT_REST} (the canary alone, every node up)", self.at_rest),
             ("read group offsets and topic configs (before)", self.read_before),
             ("kmigrate verify snapshot", self.verify_snapshot),
             ("roll every broker to the old and new controllers", self.roll_to_both),
