@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Optional
@@ -10,14 +9,14 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from migrate.commands.canary import phase_table, report_table
+from migrate.commands.canary import report_table
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
 from migrate.sandbox.demo import Demo
 from migrate.sandbox.demo_cross import CrossClusterDemo
 from migrate.errors import EXIT_FAILURE, BadInput
 from migrate.core.units import format_bytes
 from migrate.files import check_writable
-from migrate.runner.report.demo import write_demo_report
+from migrate.commands.demo_run import run_and_report, show_impact
 
 
 def demo(
@@ -57,8 +56,7 @@ def demo(
         from migrate.commands.demo_kraft_cluster import check_options, run_kraft_cluster
 
         check_options(security, no_move, kraft, cross_cluster)
-        return run_kraft_cluster(directory, keep, ip_prefix, throttle, scale, kafka_version, output, rest_s, report_file,
-                                 _remove_all_but)
+        return run_kraft_cluster(directory, keep, ip_prefix, throttle, scale, kafka_version, output, rest_s, report_file)
     if kafka_version != "4.4.0":
         raise BadInput("--kafka-version is for --kraft-cluster (the other demos run the sandbox's default releases)")
     if kraft and cross_cluster:
@@ -98,26 +96,7 @@ def demo(
     else:
         run = Demo(work, ip_prefix=ip_prefix, throttle=throttle, records_scale=scale, progress=progress,
                    security=security.lower(), rest_s=rest_s)
-    report_path = report_file or work / "demo-report.json"
-    pages: tuple[Path, Path] | None = None
-    try:
-        if status is not None:
-            with status:
-                report = run.run()
-        else:
-            report = run.run()
-        pages = write_demo_report(report, report_path)
-    except KeyboardInterrupt as exc:  # said after the finally below has stopped the sandbox
-        from migrate.runner.signals import interrupted
-
-        where = (f"left running in {run.sandbox.dir} (kmigrate sandbox down --dir {run.sandbox.dir} stops it)" if keep
-                 else "stopped, no process of it left")
-        raise interrupted(exc, f"the demo's sandbox was {where}; run kmigrate demo again to start over") from None
-    finally:
-        if not keep:
-            run.teardown()
-            if directory is None:
-                _remove_all_but(work, pages or ())
+    report, pages = run_and_report(run, work, directory, report_file, status, keep)
     if output == OutputFormat.json:
         emit_json({**report.to_dict(), "report_files": [str(p) for p in pages or ()]})
     elif kraft:
@@ -145,27 +124,9 @@ def demo(
         if keep:
             console.print(f"sandbox left running: kmigrate sandbox status --dir {run.sandbox.dir}")
     if output == OutputFormat.text:
-        if report.impact is not None:
-            console.print(phase_table(report.impact.phases, title="the canary per phase (at rest first)"))
-        if pages:
-            console.print(f"report: {pages[0]} (JSON), charts: {pages[1]} (HTML, open it in a browser)", markup=False,
-                          highlight=False, soft_wrap=True)
+        show_impact(report, pages)
     if not report.ok:
         raise typer.Exit(EXIT_FAILURE)
-
-
-def _remove_all_but(work: Path, keep) -> None:
-    """The demo's temporary folder removed, but for the report files (``keep``)."""
-    keep = {Path(p).resolve() for p in keep}
-    for child in work.iterdir() if work.exists() else ():
-        if child.resolve() in keep:
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
-    if work.exists() and not any(work.iterdir()):
-        work.rmdir()
 
 
 def show_kraft_report(report, keep: bool) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import typer
 from rich.table import Table
 
-from migrate.commands.canary import phase_table, report_table
+from migrate.commands.canary import report_table
 from migrate.commands.common import OutputFormat, console, emit_json
 from migrate.errors import EXIT_FAILURE, BadInput
 
@@ -33,10 +33,9 @@ def check_options(security: str, no_move: bool, kraft: bool, cross_cluster: bool
 
 def run_kraft_cluster(directory: Optional[Path], keep: bool, ip_prefix: str, throttle: str, scale: float,
                       kafka_version: str, output: OutputFormat, rest_s: float, report_file: Optional[Path],
-                      remove_all_but: Callable, brokers: int = 3, controllers: int = 3) -> None:
-    """Run the demo, write its report files (JSON and the HTML charts, as every demo) and show it;
-    ``remove_all_but(folder, files)``: the temporary folder's cleaning, as the other demos'."""
-    from migrate.runner.report.demo import write_demo_report
+                      brokers: int = 3, controllers: int = 3) -> None:
+    """Run the demo, write its report files (JSON and the HTML charts, as every demo) and show it."""
+    from migrate.commands.demo_run import run_and_report, show_impact
     from migrate.sandbox.demo_kraft_cluster import KraftClusterDemo, check_kafka_version
 
     check_kafka_version(kafka_version)
@@ -53,35 +52,12 @@ def run_kraft_cluster(directory: Optional[Path], keep: bool, ip_prefix: str, thr
     run = KraftClusterDemo(work, ip_prefix=ip_prefix, throttle=throttle, records_scale=scale, progress=progress,
                            kafka_version=kafka_version, controllers=controllers, brokers=brokers)
     run.rest_s = rest_s
-    report_path = report_file or work / "demo-report.json"
-    pages: tuple[Path, Path] | None = None
-    try:
-        if status is not None:
-            with status:
-                report = run.run()
-        else:
-            report = run.run()
-        pages = write_demo_report(report, report_path)
-    except KeyboardInterrupt as exc:
-        from migrate.runner.signals import interrupted
-
-        where = (f"left running in {run.sandbox.dir} (kmigrate sandbox down --dir {run.sandbox.dir} stops it)" if keep
-                 else "stopped, no process of it left")
-        raise interrupted(exc, f"the demo's sandbox was {where}; run kmigrate demo again to start over") from None
-    finally:
-        if not keep:
-            run.teardown()
-            if directory is None:
-                remove_all_but(work, pages or ())
+    report, pages = run_and_report(run, work, directory, report_file, status, keep)
     if output == OutputFormat.json:
         emit_json({**report.to_dict(), "report_files": [str(p) for p in pages or ()]})
     else:
         show(report, keep)
-        if report.impact is not None:
-            console.print(phase_table(report.impact.phases, title="the canary per phase (at rest first)"))
-        if pages:
-            console.print(f"report: {pages[0]} (JSON), charts: {pages[1]} (HTML, open it in a browser)", markup=False,
-                          highlight=False, soft_wrap=True)
+        show_impact(report, pages)
     if not report.ok:
         raise typer.Exit(EXIT_FAILURE)
 
