@@ -35,6 +35,10 @@ def demo(
                                        "among the removed), 3 brokers to 3 new ones (partitions, brokers unregister)."),
     kafka_version: str = typer.Option("4.4.0", "--kafka-version", help="With --kraft-cluster: the cluster's Kafka "
                                       "release (4.0.0 or later)."),
+    controllers: int = typer.Option(3, "--controllers", help="With --kraft-cluster: the controllers moved (as many new "
+                                    "ones), 1 to 5."),
+    brokers: int = typer.Option(3, "--brokers", help="With --kraft-cluster: the brokers moved (as many new ones), 2 to 5 "
+                                "(the topics' replication factor is at most this)."),
     kraft: bool = typer.Option(False, "--kraft", help="Instead: move the brokers to new nodes in ZooKeeper mode, then "
                                "leave ZooKeeper (KRaft, KIP-866: controller, two rolls, finalize, ZooKeeper stopped), "
                                "with seeded SIGKILLs of kmigrate in each phase."),
@@ -55,8 +59,11 @@ def demo(
     if kraft_cluster:
         from migrate.commands.demo_kraft_cluster import check_options, run_kraft_cluster
 
-        check_options(security, no_move, kraft, cross_cluster)
-        return run_kraft_cluster(directory, keep, ip_prefix, throttle, scale, kafka_version, output, rest_s, report_file)
+        check_options(security, no_move, kraft, cross_cluster, controllers, brokers)
+        return run_kraft_cluster(directory, keep, ip_prefix, throttle, scale, kafka_version, output, rest_s, report_file,
+                                 brokers=brokers, controllers=controllers)
+    if (controllers, brokers) != (3, 3):
+        raise BadInput("--controllers and --brokers are for --kraft-cluster (the other demos' sandboxes have a fixed size)")
     if kafka_version != "4.4.0":
         raise BadInput("--kafka-version is for --kraft-cluster (the other demos run the sandbox's default releases)")
     if kraft and cross_cluster:

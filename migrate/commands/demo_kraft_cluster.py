@@ -15,7 +15,8 @@ from migrate.commands.common import OutputFormat, console, emit_json
 from migrate.errors import EXIT_FAILURE, BadInput
 
 
-def check_options(security: str, no_move: bool, kraft: bool, cross_cluster: bool) -> None:
+def check_options(security: str, no_move: bool, kraft: bool, cross_cluster: bool, controllers: int = 3,
+                  brokers: int = 3) -> None:
     """The demo's refusals: one line, exit 2, nothing started.
 
     >>> check_options("plaintext", False, True, False)
@@ -29,6 +30,11 @@ def check_options(security: str, no_move: bool, kraft: bool, cross_cluster: bool
         raise BadInput("--no-move is a variant of --kraft (ZooKeeper to KRaft), not of --kraft-cluster")
     if security.lower() != "plaintext":
         raise BadInput("--kraft-cluster runs on a plaintext sandbox only for now: leave out --security")
+    if not 1 <= controllers <= 5:
+        raise BadInput(f"--controllers {controllers}: give 1 to 5 (as many new controllers are started)")
+    if not 2 <= brokers <= 5:
+        raise BadInput(f"--brokers {brokers}: give 2 to 5 (as many new brokers are started; one broker cannot be "
+                       "rolled without stopping the writes)")
 
 
 def run_kraft_cluster(directory: Optional[Path], keep: bool, ip_prefix: str, throttle: str, scale: float,
