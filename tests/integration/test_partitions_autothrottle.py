@@ -97,15 +97,17 @@ def test_the_rate_starts_rises_falls_when_a_broker_hangs_is_recorded_resumed_and
     starts = [e for e in seen if e["event"] == "throttle-auto" and e["reason"].startswith("start")]
     assert {e["new_rate_bytes_per_s"] for e in starts} == {1_000_000}
     # every decision shown, in order, was recorded first (--resume takes up the last); the SIGKILL may
-    # fall between one step's records and its events (at most one per broker recorded, not shown)
+    # fall between one step's records and its events: those recorded, not shown, are of one step (one
+    # per broker taking part, 4 here; seen in a full run: 3)
     book = ledger(cluster)
-    recorded = [(r.value["broker"], r.value["new_rate"], r.value["reason"]) for r in book.records
-                if r.kind == "throttle-auto" and r.plan_id == PLAN_ID]
+    raw = [r.value for r in book.records if r.kind == "throttle-auto" and r.plan_id == PLAN_ID]
+    recorded = [(v["broker"], v["new_rate"], v["reason"]) for v in raw]
     assert book.throttle_decisions(PLAN_ID) == []  # the rates were removed at the end: a new run starts afresh
     shown_killed, shown_resumed = ([(e["broker"], e["new_rate_bytes_per_s"], e["reason"]) for e in lines
                                     if e["event"] == "throttle-auto"] for lines in (seen, after))
     assert recorded[:len(shown_killed)] == shown_killed and recorded[-len(shown_resumed):] == shown_resumed
-    assert 0 <= len(recorded) - len(shown_killed) - len(shown_resumed) <= 2
+    unshown = raw[len(shown_killed):len(raw) - len(shown_resumed)]
+    assert len(unshown) <= 4 and len({v["at_s"] for v in unshown}) <= 1, unshown
     assert settled(lambda: throttles_left(cluster), []) == []
     assert in_flight(cluster) == {}
     assert sorted(tuple(p.replicas) for p in topics(cluster)["auto-data"].partitions.values()) == [(3, 4), (4, 3)]
