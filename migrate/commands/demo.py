@@ -16,7 +16,7 @@ from migrate.sandbox.demo_cross import CrossClusterDemo
 from migrate.errors import EXIT_FAILURE, BadInput
 from migrate.core.units import format_bytes
 from migrate.files import check_writable
-from migrate.commands.demo_run import run_and_report, show_impact
+from migrate.commands.demo_run import phases_table, run_and_report, show_impact
 
 
 def demo(
@@ -139,16 +139,8 @@ def demo(
 def show_kraft_report(report, keep: bool) -> None:
     """The human summary of ``demo --kraft``: each phase with its time and the canary's p99 and stall there,
     the kills, verify, the state compared, what ran without ZooKeeper, the canary's whole report."""
-    table = Table(title="kmigrate demo --kraft" + ("" if getattr(report, "moved", True) else " --no-move"))
-    for col in ("phase", "seconds", "canary p99 ms", "stall s", "result"):
-        table.add_column(col, overflow="fold")
-    for phase in report.phases:
-        c = getattr(phase, "canary", None) or {}
-        stall = ("" if not c else f"{c['longest_stall_s']:.2f} (longest so far)" if c.get("longest_stall_s") is not None
-                 else f"< {c['stall_below_s']:.2f}")
-        p99 = "" if c.get("latency_p99_ms") is None else f"{c['latency_p99_ms']:.0f}"
-        table.add_row(phase.name, f"{phase.seconds:.1f}", p99, stall, phase.detail)
-    console.print(table)
+    title = "kmigrate demo --kraft" + ("" if getattr(report, "moved", True) else " --no-move")
+    console.print(phases_table(title, report.phases))
     if report.kills:
         console.print(f"SIGKILLs at moments drawn from --seed {report.kill_seed} (the same seed, the same moments):")
     for k in report.kills:

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from migrate.commands.canary import report_table
 from migrate.commands.common import OutputFormat, console, emit_json
+from migrate.commands.demo_run import phases_table
 from migrate.errors import EXIT_FAILURE, BadInput
 
 
@@ -71,16 +71,7 @@ def run_kraft_cluster(directory: Optional[Path], keep: bool, ip_prefix: str, thr
 def show(report, keep: bool) -> None:
     """The human summary: each phase with its time and the canary's p99 and stall there, the quorum and the
     registrations after, verify, the state compared, the canary's whole report."""
-    table = Table(title="kmigrate demo --kraft-cluster")
-    for col in ("phase", "seconds", "canary p99 ms", "stall s", "result"):
-        table.add_column(col, overflow="fold")
-    for phase in report.phases:
-        c = getattr(phase, "canary", None) or {}
-        stall = ("" if not c else f"{c['longest_stall_s']:.2f} (longest so far)" if c.get("longest_stall_s") is not None
-                 else f"< {c['stall_below_s']:.2f}")
-        p99 = "" if c.get("latency_p99_ms") is None else f"{c['latency_p99_ms']:.0f}"
-        table.add_row(phase.name, f"{phase.seconds:.1f}", p99, stall, phase.detail)
-    console.print(table)
+    console.print(phases_table("kmigrate demo --kraft-cluster", report.phases))
     console.print(f"controllers: {report.controllers_before} -> voters {report.voters_after or '?'} (leader before: "
                   f"{report.leader_before}); brokers {report.brokers_old} -> {report.brokers_new}", markup=False)
     console.print("registered brokers after: " + (", ".join(map(str, report.registrations_after)) or "?")

@@ -61,3 +61,19 @@ def show_impact(report: Any, pages: tuple[Path, Path] | None) -> None:
     if pages:
         console.print(f"report: {pages[0]} (JSON), charts: {pages[1]} (HTML, open it in a browser)", markup=False,
                       highlight=False, soft_wrap=True)
+
+
+def phases_table(title: str, phases: Any) -> Any:
+    """The demos' phase table: each phase's time, the canary's p99 and longest stall there, and its result."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ("phase", "seconds", "canary p99 ms", "stall s", "result"):
+        table.add_column(col, overflow="fold")
+    for phase in phases:
+        c = getattr(phase, "canary", None) or {}
+        stall = ("" if not c else f"{c['longest_stall_s']:.2f} (longest so far)" if c.get("longest_stall_s") is not None
+                 else f"< {c['stall_below_s']:.2f}")
+        p99 = "" if c.get("latency_p99_ms") is None else f"{c['latency_p99_ms']:.0f}"
+        table.add_row(phase.name, f"{phase.seconds:.1f}", p99, stall, phase.detail)
+    return table
