@@ -118,13 +118,15 @@ def verify(
     include: Optional[str] = INCLUDE_OPTION,
     isolation_level: str = ISOLATION_OPTION,
     fail_on_tail: bool = FAIL_ON_TAIL_OPTION,
+    allow_duplicates: bool = typer.Option(False, "--allow-duplicates", help="Accept records the target holds more than once (every source record present) as duplicates, not a difference: for an at-least-once copy such as MirrorMaker 1's. They are counted either way."),
     engine: Engine = None,
 ) -> None:
     """Compare two clusters (--source-bootstrap, --target-bootstrap), or use `snapshot` / `compare` on one cluster."""
     if ctx.invoked_subcommand is not None:
         given = [name for name, value in (("--source-bootstrap", source_bootstrap), ("--target-bootstrap", target_bootstrap),
                                           ("--topic", topic), ("--include", include), ("--jars", engine.jars),
-                                          ("--spark-conf", engine.spark_conf), ("--command-config", command_config))
+                                          ("--spark-conf", engine.spark_conf), ("--command-config", command_config),
+                                          ("--allow-duplicates", allow_duplicates))
                  if value]
         if given or engine.master != "local[*]":
             raise BadInput(f"{(given or ['--master'])[0]} goes after `verify {ctx.invoked_subcommand}`, not before it")
@@ -137,7 +139,8 @@ def verify(
     source = engine.side(source_bootstrap, source_command_config or command_config)
     target = engine.side(target_bootstrap, target_command_config or command_config)
     with spark_session(settings, engine.progress, records_in_scope(source, scope, clusters=2)) as spark:
-        report = verify_clusters(source, target, spark, scope, _now(), isolation_level, fail_on_tail, engine.progress)
+        report = verify_clusters(source, target, spark, scope, _now(), isolation_level, fail_on_tail, engine.progress,
+                                 allow_duplicates=allow_duplicates)
     _render(report, engine.output)
     if not report.ok:
         raise typer.Exit(EXIT_FAILURE)
@@ -289,7 +292,8 @@ def _render(report: Report, output: OutputFormat) -> None:
     duplicates = sum(p.duplicates for p in report.partitions)
     extra = (f", {expired} expired as configured" if expired else "") + \
         (f", {unverifiable} not verifiable (chunks straddling a new log start)" if unverifiable else "") + \
-        (f", {duplicates} copied more than once on the {right} (duplicates, not a loss)" if duplicates else "")
+        (f", {duplicates} copied more than once on the {right} (duplicates, not a loss; --allow-duplicates)"
+         if duplicates and report.allow_duplicates else "")
     if report.ok:
         console.print(f"[green]OK[/green]: {len(report.topics)} topics, {n} partitions, "
                       f"{sum(p.verified for p in report.partitions)} records verified{extra}: "

@@ -163,7 +163,7 @@ def compare_with_cluster(before: Snapshot, side: KafkaSide, spark, taken_at: str
 
 def verify_clusters(source: KafkaSide, target: KafkaSide, spark, scope: Scope, taken_at: str,
                     isolation_level: str = "read_committed", fail_on_tail: bool = False,
-                    progress: Progress = lambda msg: None) -> Report:
+                    progress: Progress = lambda msg: None, allow_duplicates: bool = False) -> Report:
     """Compare two clusters (source and target of a mirror-based migration), partition by partition.
 
     Topics are chosen on the source; a chosen topic missing on the target is a difference. Both
@@ -192,4 +192,4 @@ def verify_clusters(source: KafkaSide, target: KafkaSide, spark, scope: Scope, t
             aligned[label] = digest_alignments(spark, side.settings.spark_options(), ranges, wanted[label],
                                                isolation_level)
     sizes = {"source": _sizes(source, s_snap), "target": _sizes(target, t_snap)}
-    return compare_cross(s_snap, t_snap, aligned, fail_on_tail, taken_at_ms(taken_at), sizes)
+    return compare_cross(s_snap, t_snap, aligned, fail_on_tail, taken_at_ms(taken_at), sizes, allow_duplicates)

@@ -168,6 +168,33 @@ def test_extra_deleted_missing_records_and_a_lagging_target(clusters, spark, cap
     assert code == 1 and all(not x["ok"] for x in report["partitions"])
 
 
+def test_one_record_duplicated_in_the_middle_fails_unless_duplicates_are_allowed(clusters, spark, capsys):
+    """Every source record is on the target, one of them twice in the middle of partition 0: a consumer
+    would process it twice. Strict by default (exit 1, that partition named, counted); accepted with
+    --allow-duplicates, still counted."""
+    src, tgt = clusters
+    topic = unique_topic("dup")
+    create(src, topic, 3)
+    create(tgt, topic, 3)
+    write(src, topic, 3, 300)
+    write(tgt, topic, 3, 150)
+    write(tgt, topic, 3, 1, start=147)  # record 147 (partition 0) again, between 147 and 150
+    write(tgt, topic, 3, 150, start=150)
+    code, report, err = verify(capsys, clusters, "--topic", topic)
+    assert code == 1, err
+    bad = [(x["partition"], x["duplicate_records"], x["problems"]) for x in report["partitions"] if not x["ok"]]
+    assert [(p, d) for p, d, _ in bad] == [(0, 1)], bad
+    assert "1 records more than once" in bad[0][2][0] and "--allow-duplicates" in bad[0][2][0]
+    assert report["summary"]["duplicate_records"] == 1 and report["summary"]["differing_records"] == 1
+    code, report, err = verify(capsys, clusters, "--topic", topic, "--allow-duplicates")
+    assert code == 0, err
+    assert report["ok"] and report["summary"]["duplicate_records"] == 1
+    assert report["summary"]["differing_records"] == 0 and report["summary"]["verified_records"] == 300
+    code, out, err = run_cli(capsys, "verify", "--source-bootstrap", src, "--target-bootstrap", tgt, "--master", MASTER,
+                             "--topic", topic, "--allow-duplicates")
+    assert code == 0 and "1 copied more than once on the target" in out, out
+
+
 def test_a_topic_missing_on_the_target_is_a_difference(clusters, spark, capsys):
     only = unique_topic("only-source")
     create(clusters[0], only, 2)

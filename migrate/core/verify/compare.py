@@ -50,7 +50,8 @@ class PartitionResult:
     expired_side: str | None = None
     unverifiable: int = 0  # records of a chunk straddling the new log start: neither compared nor judged
     differing: int = 0  # records in the pieces that differ
-    duplicates: int = 0  # extra copies on the target of records the source holds (a mirror restarted): not a loss
+    duplicates: int = 0  # extra copies on the target of records the source holds (a mirror restarted): not a loss,
+    # but a difference unless the compare allows them (an at-least-once copy)
 
     @property
     def ok(self) -> bool:
@@ -77,6 +78,7 @@ class Report:
     partitions: tuple[PartitionResult, ...]
     fail_on_tail: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    allow_duplicates: bool = False
 
     @property
     def ok(self) -> bool:
@@ -131,6 +133,7 @@ class Report:
 
         return {
             "ok": self.ok, "mode": self.mode, "fail_on_tail": self.fail_on_tail,
+            "allow_duplicates": self.allow_duplicates,
             "left": side(self.left), "right": side(self.right), "notes": list(self.notes),
             "summary": {"topics": len(self.topics), "partitions": len(self.partitions),
                         "left_records": self.records("left"), "right_records": self.records("right"),
@@ -477,7 +480,7 @@ class _Sides:
 
 
 def _cross_plain(s: PartitionSnapshot, t: PartitionSnapshot, aligned: tuple[Alignment | None, Alignment | None],
-                 sides: _Sides, fail_on_tail: bool) -> PartitionResult:
+                 sides: _Sides, fail_on_tail: bool, allow_duplicates: bool = False) -> PartitionResult:
     key, ns, nt = s.key, s.digest.records, t.digest.records
     problems: list[str] = []
     notes: list[str] = []
@@ -494,9 +497,13 @@ def _cross_plain(s: PartitionSnapshot, t: PartitionSnapshot, aligned: tuple[Alig
                                                       f"target {nt})",), s, t, differing=max(ns, nt))
     sa, ta = aligned
     duplicates = _duplicates(sa, ta)
-    if duplicates:
+    if duplicates and allow_duplicates:
         notes.append(f"{duplicates} records copied more than once on the target (every record of the source is "
-                     "there: duplicates, not a loss)")
+                     "there: duplicates, not a loss; allowed)")
+    elif duplicates:
+        problems.append(f"the target holds {duplicates} records more than once (every record of the source is there, "
+                        "but a consumer would process these twice; --allow-duplicates accepts them for an "
+                        "at-least-once copy)")
     if sa is None or ta is None or not (duplicates or sa.common.same_content(ta.common)) or not sa.common.records:
         both = "" if sa is None or ta is None else "; the records both hold differ"
         what = f"records: source {ns}, target {nt}" if ns != nt else f"content differs (records {ns} on both sides)"
@@ -522,7 +529,8 @@ def _cross_plain(s: PartitionSnapshot, t: PartitionSnapshot, aligned: tuple[Alig
         tail, tail_side = ta.after, "target"
         problems.append(f"target has {ta.after} records past the source's last one (records source {ns}, target {nt}); "
                         f"the {ta.common.records} both hold match")
-    differing = sum(a.before for a in (sa, ta)) - expired + ta.after if problems else 0
+    differing = (sum(a.before for a in (sa, ta)) - expired + ta.after
+                 + (0 if allow_duplicates else duplicates)) if problems else 0
     return PartitionResult(s.topic, s.partition, tuple(problems), s, t, tail, tail_side, tuple(notes),
                            sa.common.records, expired, expired_side, 0, differing, duplicates)
 
@@ -542,7 +550,8 @@ def _duplicates(sa: Alignment | None, ta: Alignment | None) -> int:
 def compare_cross(source: Snapshot, target: Snapshot,
                   alignments: dict[str, dict[tuple[str, int], Alignment]] | None = None,
                   fail_on_tail: bool = False, now_ms: int | None = None,
-                  partition_bytes: dict[str, dict[tuple[str, int], int]] | None = None) -> Report:
+                  partition_bytes: dict[str, dict[tuple[str, int], int]] | None = None,
+                  allow_duplicates: bool = False) -> Report:
     """Compare two clusters' snapshots (taken without offsets in the hashes), partition by partition.
 
     Plain partitions that differ are judged on their :class:`Alignment` s (``alignments[side][key]``,
@@ -550,6 +559,8 @@ def compare_cross(source: Snapshot, target: Snapshot,
     lacks are expired on that side when its topic config explains them (:func:`expiry_reason`, with
     ``now_ms``, default the target's ``taken_at``), else a difference; newer records the target lacks
     are a tail on the source (a mirror catching up); records past the source's last one differ.
+    Records the target holds more than once (every source record present) differ too, unless
+    ``allow_duplicates`` (an at-least-once copy, MirrorMaker 1): then they are counted, not a difference.
     """
     if source.include_offsets or target.include_offsets:
         raise BadInput("snapshots of two clusters must not hash offsets, which differ between clusters")
@@ -583,5 +594,7 @@ def compare_cross(source: Snapshot, target: Snapshot,
                                            differing=s.digest.records if problem else 0))
         else:
             results.append(_cross_plain(s, t, (alignments.get("source", {}).get(key),
-                                               alignments.get("target", {}).get(key)), sides, fail_on_tail))
-    return Report(CROSS, _side("source", source), _side("target", target), tuple(results), fail_on_tail)
+                                               alignments.get("target", {}).get(key)), sides, fail_on_tail,
+                                        allow_duplicates))
+    return Report(CROSS, _side("source", source), _side("target", target), tuple(results), fail_on_tail,
+                  allow_duplicates=allow_duplicates)
