@@ -127,6 +127,7 @@ def demo(
         if cross_cluster:
             console.print(f"duplicates the switch cost {report.canary_group}: cutover reported {report.cutover_duplicates}, "
                           f"the canary saw {report.canary.duplicated if report.canary else '?'}")
+            console.print(report.switch_line())
         console.print("verify: " + ("every partition matches" if report.verify.get("ok") else "DIFFERENCES FOUND"))
         if keep:
             console.print(f"sandbox left running: kmigrate sandbox status --dir {run.sandbox.dir}")

@@ -2,11 +2,15 @@
 clusters, with the canary producing and consuming in a consumer group throughout.
 
 As an operator would: topics with data and a canary on the source, one more group part-way through a
-topic; ``kmigrate mirror start``, ``mirror status --wait`` (lag 0); the canary's producer and consumer
-stopped (drained, its group's offsets committed); ``mirror cutover --group`` for both groups (gates,
-translated offsets, cross-cluster verify); the canary goes on on the TARGET from its group's translated
-offsets (same sequence numbers: a record the source acknowledged and the group never read is lost,
-one read twice duplicated); ``mirror stop``. Each kmigrate step is its own process with ``--output json``.
+topic; ``kmigrate mirror start``, ``mirror status --wait`` (lag 0); ``mirror verify`` (the copy proven
+while the canary writes); the canary's producer and consumer stopped (drained, its group's offsets
+committed); ``mirror cutover --group`` for both groups (gates, translated offsets, the verify of the
+records written since the proofs); the canary goes on on the TARGET from its group's translated offsets
+(same sequence numbers: a record the source acknowledged and the group never read is lost, one read
+twice duplicated); ``mirror stop``. Each kmigrate step is its own process with ``--output json``.
+
+The switch as the clients feel it: from the canary's producer stopping on the source to its first record
+acknowledged on the target (the producers' window), of which the cut-over's own seconds.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from migrate.files import client_settings
 from migrate.runner.canary import Canary
 from migrate.sandbox.demo import TOPIC_SHAPES, Demo, DemoReport, run_json
 from migrate.sandbox.layout import target_spec
+from migrate.waiting import poll
 
 CANARY_TOPIC = "demo-canary"
 CANARY_GROUP = "demo-canary-consumers"
@@ -33,6 +38,8 @@ CROSS_SHAPES = tuple((name, min(parts, 4), 1, {k: v for k, v in configs.items() 
 class CrossReport(DemoReport):
     cutover: dict = field(default_factory=dict)
     canary_group: str = CANARY_GROUP
+    proofs: dict = field(default_factory=dict)  # mirror verify's pass before the switch
+    switch_s: float | None = None  # the canary's producer stopped on the source -> its first ack on the target
 
     @property
     def cutover_duplicates(self) -> int:
@@ -40,11 +47,29 @@ class CrossReport(DemoReport):
         return sum(t.get("duplicates") or 0 for t in self.cutover.get("offsets", []) if t.get("group") == self.canary_group)
 
     @property
+    def switch(self) -> dict:
+        """The switch as clients feel it: ``clients_stopped_s`` (producer stopped on the source -> first
+        record acknowledged on the target), of which ``cutover_s``; the records the cut-over verified
+        before and at the switch."""
+        verify = self.cutover.get("verify") or {}
+        return {"clients_stopped_s": None if self.switch_s is None else round(self.switch_s, 1),
+                "cutover_s": self.cutover.get("seconds"), "verified_how": verify.get("how"),
+                "proven_before": verify.get("proven_before"), "verified_at_switch": verify.get("at_switch")}
+
+    def switch_line(self) -> str:
+        s = self.switch
+        if s["clients_stopped_s"] is None:
+            return "the switch: the canary did not reach the target"
+        return (f"the switch: the canary's producer stopped {s['clients_stopped_s']:.1f} s (source stopped -> first "
+                f"record acknowledged on the target), of which mirror cutover {s['cutover_s']} s; records verified: "
+                f"{s['proven_before']} proven before the switch, {s['verified_at_switch']} at it ({s['verified_how']})")
+
+    @property
     def ok(self) -> bool:
         return bool(self.canary and self.canary.ok and self.verify.get("ok") and self.cutover.get("ok"))
 
     def to_dict(self) -> dict:
-        return {**super().to_dict(), "ok": self.ok, "cutover": self.cutover,
+        return {**super().to_dict(), "ok": self.ok, "cutover": self.cutover, "switch": self.switch,
                 "duplicates": {"cutover_reported": self.cutover_duplicates,
                                "canary_saw": self.canary.duplicated if self.canary else None}}
 
@@ -64,6 +89,7 @@ class CrossClusterDemo(Demo):
         self.target = target_spec(self.spec, 1)
         self.state_dir = self.dir / "mirror"
         self.canary_after_s = canary_after_s
+        self.stopped_at = 0.0  # when the canary's producer stopped on the source (monotonic)
 
     def run(self) -> CrossReport:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -74,6 +100,7 @@ class CrossClusterDemo(Demo):
             self._phase(f"group {READERS} part-way through orders", self.readers_part_way)
             self._phase("kmigrate mirror start", self.mirror_start)
             self._phase("kmigrate mirror status --wait", self.mirror_wait)
+            self._phase("kmigrate mirror verify (the copy proven, the canary writing)", self.mirror_verify)
             self._phase("stop the canary's producer and consumer on the source", self.stop_clients)
             self._phase("kmigrate mirror cutover", self.cutover)
             self._phase("the canary on the target, from its group's translated offsets", self.clients_on_target)
@@ -121,8 +148,15 @@ class CrossClusterDemo(Demo):
                   "--output", "json"], "kmigrate mirror status --wait", timeout_s=900)
         return "every record the source held when the wait began copied (the canary still writes)"
 
+    def mirror_verify(self) -> str:
+        doc = run_json(["mirror", "verify", "--state-dir", str(self.state_dir), "--output", "json"],
+                       "kmigrate mirror verify", timeout_s=600)
+        self.report.proofs = doc
+        return f"{doc.get('proven')} records proven equal on both clusters, {doc.get('unproven_offsets')} offsets not yet"
+
     def stop_clients(self) -> str:
         time.sleep(self.canary_after_s)  # the canary's records go on being mirrored while it runs
+        self.stopped_at = time.monotonic()
         so_far = self.canary.pause(drain_timeout_s=60)
         return (f"sent {so_far.sent}, acknowledged {so_far.acknowledged}, consumed {so_far.consumed}; "
                 f"group {CANARY_GROUP}'s offsets committed")
@@ -139,7 +173,10 @@ class CrossClusterDemo(Demo):
                 f"duplicates reported: {doc.get('duplicates', '?')} ({self.report.cutover_duplicates} for {CANARY_GROUP})")
 
     def clients_on_target(self) -> str:
+        acked = self.canary.report().acknowledged
         self.canary.resume(client_settings(self.target_bootstrap, None))
+        if poll(lambda: self.canary.report().acknowledged > acked, timeout_s=60, interval_s=0.05):
+            self.report.switch_s = time.monotonic() - self.stopped_at
         time.sleep(self.canary_after_s)
         now = self.canary.report()
         return f"on {self.target_bootstrap}: sent {now.sent}, consumed {now.consumed}, duplicated {now.duplicated} so far"

@@ -52,4 +52,12 @@ def test_demo_cross_cluster_switches_the_canary_losing_nothing(tmp_path):
     assert group_offsets and all(t["target_offset"] is not None for t in group_offsets), group_offsets
     # what the switch cost, as cutover reported it, is what the canary's group read again
     assert canary.duplicated == report.cutover_duplicates, (canary.duplicated, group_offsets)
+    # the copy proven before the switch (mirror verify, the canary writing): the cut-over verified only the tail,
+    # without Spark; the switch as the canary felt it, measured and at least the cut-over's own time
+    switch = doc["switch"]
+    assert doc["cutover"]["verify"]["how"] == "tail" and switch["proven_before"] > 0, (doc["cutover"]["verify"], switch)
+    assert switch["verified_at_switch"] > 0, switch  # the canary's records written after the proofs
+    assert switch["clients_stopped_s"] is not None and switch["clients_stopped_s"] >= switch["cutover_s"], switch
+    print("switch:", switch)
+    assert "the switch: the canary's producer stopped" in report.switch_line()
     assert report.ok

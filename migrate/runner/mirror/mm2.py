@@ -33,7 +33,7 @@ from migrate.errors import BadInput, KmigrateError, StepFailed
 from migrate.runner.mirror.clusters import Clusters, Request, Started, read_plan
 from migrate.runner.mirror.connect import ConnectConfigs, connect_configs
 from migrate.runner.mirror.engine import TP, Engine, Say
-from migrate.runner.mirror.topics import CreateResult, create_topics
+from migrate.runner.mirror.topics import CreateResult, create_topics, record_created
 from migrate.runner.mirror.translate import content_facts
 from migrate.waiting import Clock, poll
 
@@ -106,7 +106,7 @@ class MirrorMaker2(Engine):
                 raise BadInput(f"MirrorMaker 2 is already running (pid {running}) from {state_dir} with another "
                                "configuration: run kmigrate mirror stop first, then start again")
             return StartResult(running, True, mm.properties_path, mm.log_path, None)
-        topics = create_topics(clusters, plan, engine_needs=self.needs(plan))
+        topics = create_topics(clusters, plan, engine_needs=self.needs(plan), record=False)
         mm.write_properties(text)
         mm.write_state({"source_bootstrap": req.source.bootstrap, "target_bootstrap": req.target.bootstrap,
                         "source_command_config": req.source.command_config,
@@ -114,6 +114,12 @@ class MirrorMaker2(Engine):
                         "topics": {t.name: t.source.partitions for t in plan.topics}, "groups": plan.groups_filter})
         log_from = mm.log_size()
         pid = mm.start(heap_mb)
+        # while its JVM starts (seconds): the record of the topics created (the bookkeeping topic's first write)
+        try:
+            record_created(clusters, plan, topics)
+        except BaseException:
+            mm.stop()
+            raise
         if not mm.alive_after(pid, 5.0):
             tail = " | ".join(mm.log_tail(3)) or "no output"
             raise StepFailed(f"MirrorMaker 2 exited at start (see {mm.log_path}): {tail}")

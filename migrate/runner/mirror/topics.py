@@ -24,6 +24,7 @@ class CreateResult:
     existing: list[str] = field(default_factory=list)
     differences: dict[str, dict[str, tuple[str | None, str | None]]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    specs: list[tuple[str, int, int, dict]] = field(default_factory=list)  # created: name, partitions, rf, configs
 
     def to_dict(self) -> dict:
         return {"created": self.created, "would_create": self.would_create, "existing": self.existing,
@@ -32,7 +33,7 @@ class CreateResult:
 
 
 def create_topics(clusters: Clusters, plan: MirrorPlan, dry_run: bool = False,
-                  engine_needs: Needs | None = None) -> CreateResult:
+                  engine_needs: Needs | None = None, record: bool = True) -> CreateResult:
     """Create the plan's missing topics on the target (same partitions, capped replication factor, the
     source's effective non-default configs); report config differences of topics that exist.
 
@@ -40,7 +41,8 @@ def create_topics(clusters: Clusters, plan: MirrorPlan, dry_run: bool = False,
     :meth:`~migrate.runner.mirror.engine.Engine.needs`) the rights of the MirrorMaker about to start
     with the same settings (BadInput naming the first missing one: nothing created, nothing started; a
     dry run lists them as warnings). Rights on topics not created yet that the brokers could not answer
-    for are asked again right after they are created."""
+    for are asked again right after they are created. ``record=False``: the caller records what was created
+    (:func:`record_created`) once it has started what need not wait for that record (MirrorMaker's JVM)."""
     result = CreateResult(warnings=plan.warnings)
     for t in plan.topics:
         if t.to_create:
@@ -54,13 +56,22 @@ def create_topics(clusters: Clusters, plan: MirrorPlan, dry_run: bool = False,
                               warn=result.warnings.append if dry_run else None)
     if dry_run or not result.created:
         return result
-    specs = [(t.name, t.source.partitions, t.create_replication_factor, t.create_configs) for t in plan.to_create()]
+    result.specs = [(t.name, t.source.partitions, t.create_replication_factor, t.create_configs)
+                    for t in plan.to_create()]
     target = clusters.target
-    target.create_topics(specs)
+    target.create_topics(result.specs)
     require_after_create(target.admin, target.settings, [n for n in on_target if n.resource.name in result.created])
-    book.append("mirror-step", "topics-created", step="topics-created",
-                topics={name: {"partitions": n, "replication_factor": rf, "configs": c} for name, n, rf, c in specs})
+    if record:
+        record_created(clusters, plan, result)
     return result
+
+
+def record_created(clusters: Clusters, plan: MirrorPlan, result: CreateResult) -> None:
+    """The ``topics-created`` step in the bookkeeping topic (history only: nothing decides on it)."""
+    if result.specs:
+        clusters.book(plan.source.cluster_id, plan.target.cluster_id).append(
+            "mirror-step", "topics-created", step="topics-created",
+            topics={name: {"partitions": n, "replication_factor": rf, "configs": c} for name, n, rf, c in result.specs})
 
 
 def _check_rights(clusters: Clusters, plan: MirrorPlan, book_exists: bool, engine_needs: Needs | None,
