@@ -47,7 +47,7 @@ def demo(
     seed: int = typer.Option(29, "--seed", help="With --kraft: the seed of the moments kmigrate's commands are "
                              "SIGKILLed (and run again); -1: no kill."),
     report_file: Optional[Path] = typer.Option(None, "--report", help="Write the demo's report as JSON here, and its charts (the canary's latency, throughput and stalls over time, each phase marked) as a self-contained HTML page next to it (.json replaced by .html). Default: demo-report.json in --dir (or in the temporary folder, which then keeps these two files)."),
-    rest: str = typer.Option("10s", "--rest", help="How long the canary runs alone, every node up, before the first step, after its first seconds (at most 5 s, left out): its figures at rest, the baseline of each phase's (not with --cross-cluster)."),
+    rest: str = typer.Option("10s", "--rest", help="How long the canary runs alone, every node up, before the first step, after its first seconds (at most 5 s, left out): its figures at rest, the baseline of each phase's."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Run the whole migration on a sandbox: plan, ZooKeeper swap, partitions, verify, decommission, under a canary."""

@@ -55,9 +55,11 @@ def show_impact(report: Any, pages: tuple[Path, Path] | None) -> None:
     """The text output's end for every demo: the canary per phase (at rest first) and where the report files are."""
     from migrate.commands.canary import phase_table
     from migrate.commands.common import console
+    from migrate.core.report.phases import AT_REST
 
     if report.impact is not None:
-        console.print(phase_table(report.impact.phases, title="the canary per phase (at rest first)"))
+        rest = bool(report.impact.phases) and report.impact.phases[0].mark.name.startswith(AT_REST)
+        console.print(phase_table(report.impact.phases, title="the canary per phase" + (" (at rest first)" if rest else "")))
     if pages:
         console.print(f"report: {pages[0]} (JSON), charts: {pages[1]} (HTML, open it in a browser)", markup=False,
                       highlight=False, soft_wrap=True)

@@ -22,7 +22,8 @@ from pathlib import Path
 from migrate.adapters.kafka.canary_clients import CanaryConsumer
 from migrate.files import client_settings
 from migrate.runner.canary import Canary
-from migrate.sandbox.demo import TOPIC_SHAPES, Demo, DemoReport, run_json
+from migrate.core.report.phases import AT_REST
+from migrate.sandbox.demo import TOPIC_SHAPES, WARMUP_S, Demo, DemoReport, run_json
 from migrate.sandbox.layout import target_spec
 from migrate.waiting import poll
 
@@ -80,7 +81,8 @@ class CrossClusterDemo(Demo):
     TITLE = "kmigrate demo --cross-cluster: the canary on the source, then the target"
 
     def __init__(self, directory: Path, ip_prefix: str = "127.0.0", records_scale: float = 0.1,
-                 canary_rate: float = 50.0, progress=lambda msg: None, canary_after_s: float = 5.0):
+                 canary_rate: float = 50.0, progress=lambda msg: None, canary_after_s: float = 5.0,
+                 rest_s: float = 0.0):
         super().__init__(directory, ip_prefix=ip_prefix, records_scale=records_scale, canary_rate=canary_rate,
                          progress=progress, topic_shapes=CROSS_SHAPES,
                          spec=dict(zookeeper_ids=(1,), spare_zookeeper_ids=(), broker_ids=(1,), spare_broker_ids=(),
@@ -89,6 +91,7 @@ class CrossClusterDemo(Demo):
         self.target = target_spec(self.spec, 1)
         self.state_dir = self.dir / "mirror"
         self.canary_after_s = canary_after_s
+        self.rest_s = rest_s  # the canary alone before the first step (0: no "at rest" phase)
         self.stopped_at = 0.0  # when the canary's producer stopped on the source (monotonic)
 
     def run(self) -> CrossReport:
@@ -97,6 +100,8 @@ class CrossClusterDemo(Demo):
             self._phase("start the source and target clusters", self.start_clusters)
             self._phase("create topics with data", self.create_topics)
             self._phase("start the canary on the source (group " + CANARY_GROUP + ")", self.start_canary)
+            if self.rest_s > 0:
+                self._phase(f"{AT_REST} (the canary alone, every node up)", self.at_rest)
             self._phase(f"group {READERS} part-way through orders", self.readers_part_way)
             self._phase("kmigrate mirror start", self.mirror_start)
             self._phase("kmigrate mirror status --wait", self.mirror_wait)
@@ -126,7 +131,10 @@ class CrossClusterDemo(Demo):
     def start_canary(self) -> str:
         self.canary = Canary(client_settings(self.source_bootstrap, None), topic=CANARY_TOPIC, rate_per_s=self.canary_rate,
                              replication_factor=1, min_insync_replicas=1, group=CANARY_GROUP).start()
-        return f"{CANARY_TOPIC}: {self.canary.partitions} partition(s), {self.canary_rate:.0f} records/s, acks=all"
+        warmup_s = min(WARMUP_S, self.rest_s)  # its first seconds are slower: left out of "at rest"
+        time.sleep(warmup_s)
+        return (f"{CANARY_TOPIC}: {self.canary.partitions} partition(s), {self.canary_rate:.0f} records/s, acks=all; "
+                f"{warmup_s:g} s of warm-up")
 
     def readers_part_way(self) -> str:
         consumer = CanaryConsumer(client_settings(self.source_bootstrap, None), READERS)

@@ -9,19 +9,27 @@ one after the other on the same clusters:
 
 * kmigrate: ``mirror start`` (plan, topic creation on the target, a dedicated MirrorMaker 2 with
   kmigrate's generated mm2.properties: identity names, exactly-once, 2 tasks) until ``mirror status``
-  first reports lag 0 (read every second from MirrorMaker's Connect offsets, which it flushes every
-  5 s); then ``mirror stop``;
+  first reports lag 0 (read every second from MirrorMaker's Connect offsets, which exactly-once commits
+  with each transaction, once a second); then ``mirror stop``;
 * by hand: the plain ``connect-mirror-maker`` driver (``org.apache.kafka.connect.mirror.MirrorMaker``
   with ``connect-mirror-maker.sh``'s -Xmx2G) on a minimal mm2.properties: ``A->B.enabled = true``, the
   topic filter, DefaultReplicationPolicy (target topics ``A.<topic>``, so both copies fit one target),
   and the replication factors a 1-broker target needs; every other setting is MirrorMaker's default.
-  Done when the target topics' end offsets equal the source's (polled every 0.5 s; at-least-once
-  without transactions, so equal offsets mean every record). Then SIGTERM.
+  At-least-once (MirrorMaker's default). Done when the target topics' end offsets equal the source's
+  (polled every 0.5 s; without transactions, equal offsets mean every record). Then SIGTERM.
 
-Then, unless ``--groups 0``, ``mirror cutover`` switches ``--groups`` consumer groups (committed half-way
-through every partition before the copy) with kmigrate's MirrorMaker still running: the cut-over window,
-from its start (producers already stopped) to "clients may switch", its quiet period and the Spark
-verify of every mirrored topic included (target: under 30 s for 20 topics and 5 groups).
+Once kmigrate's copy is caught up, with its MirrorMaker still running, as an operator would:
+
+* ``mirror verify`` proves what is copied (one pass, timed: before the switch, outside the window);
+* ``--tail`` more records are written over the topics (the traffic until the producers stop) and copied;
+* unless ``--groups 0``, ``mirror cutover`` switches ``--groups`` consumer groups (committed half-way
+  through every partition before the copy): the cut-over window, from its start (producers already
+  stopped) to "clients may switch", its quiet period and the verify of the tail after the proofs included
+  (target: under 30 s for 20 topics and 5 groups, at any data size).
+
+With ``--eos-cost``, MirrorMaker 2 by hand runs a second time with kmigrate's exactly-once settings
+(``exactly.once.source.support = enabled``, a transaction per second, read_committed), done when its
+Connect offsets reach every source end: exactly-once's price on the same driver.
 
 It prints both times, their throughput, when each copied its first records (kmigrate: and when its
 MirrorMaker started, after the plan and the topics) and the ratio (kmigrate / by hand; target: within
@@ -49,6 +57,8 @@ from migrate.adapters.mirrormaker.mm2 import LOG4J  # noqa: E402
 from migrate.runner.mirror.cutover import CutoverRequest, cutover  # noqa: E402
 from migrate.runner.mirror.clusters import Request, Side  # noqa: E402
 from migrate.runner.mirror.mm2 import MirrorMaker2  # noqa: E402
+from migrate.runner.mirror.proving import VerifyRequest, verify_mirror  # noqa: E402
+from migrate.adapters.mirrormaker.mm2 import free_port  # noqa: E402
 from migrate.sandbox.testing import produce_waiting, running_sandbox, stop_process  # noqa: E402
 
 SMALL = dict(zookeeper_ids=(1,), broker_ids=(1,), zookeeper_heap_mb=64, kafka_heap_mb=512)
@@ -111,7 +121,27 @@ def time_cutover(state_dir: Path, groups: list[str], quiet_s: float) -> tuple[fl
     result = cutover(CutoverRequest(tuple(groups), state_dir, quiet_s=quiet_s, timeout_s=600),
                      say=lambda m: progress(f"cutover: {m}", t0, every_s=0))
     assert result.clients, "cutover did not say clients may switch"
-    return time.monotonic() - t0, quiet_s
+    seconds = time.monotonic() - t0
+    print(f"cut-over verify: {result.verify}", flush=True)
+    return seconds, quiet_s
+
+
+def prove(state_dir: Path) -> tuple[float, int]:
+    """One pass of ``mirror verify`` (MirrorMaker still running): (seconds, records proven)."""
+    t0 = time.monotonic()
+    result = verify_mirror(VerifyRequest(state_dir), say=lambda m: progress(f"mirror verify: {m}", t0, every_s=0))
+    assert result.ok, "mirror verify found a difference"
+    return time.monotonic() - t0, result.proven
+
+
+def write_tail(bootstrap: str, topics: int, count: int, size: int) -> None:
+    """``count`` more records over the topics: what the producers write after the proofs, until they stop."""
+    names = [f"{PREFIX}{i:02d}" for i in range(topics)]
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
+    pool = os.urandom(1 << 16)
+    for i in range(count):
+        produce_waiting(producer, names[i % topics], f"tail-{i}".encode(), pool[i % 1000:i % 1000 + size])
+    assert producer.flush(120) == 0
 
 
 def time_kmigrate(source: str, target: str, state_dir: Path, records: int,
@@ -141,22 +171,63 @@ def time_kmigrate(source: str, target: str, state_dir: Path, records: int,
         MirrorMaker2().stop(state_dir, 30)
 
 
-def time_by_hand(source: str, target: str, home: Path, source_ends: dict[tuple[str, int], int]) -> tuple[float, float]:
-    """(seconds until every record is on the target, until the first one is)."""
+def connect_positions(bootstrap: str, alias: str) -> dict[tuple[str, int], int]:
+    """MirrorMaker's Connect offsets of source cluster ``alias`` (source partition -> last copied offset)."""
+    topic = f"mm2-offsets.{alias}.internal"
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-positions", "enable.auto.commit": False,
+                         "isolation.level": "read_committed", "enable.partition.eof": True})
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if meta is None or meta.error is not None:
+            return {}
+        parts = [p for p in meta.partitions
+                 if consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] > 0]
+        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
+        records, todo = [], set(parts)
+        deadline = time.monotonic() + 30
+        while todo and time.monotonic() < deadline:
+            for msg in consumer.consume(1000, timeout=0.2):
+                if msg.error():
+                    todo.discard(msg.partition())
+                else:
+                    records.append((msg.key(), msg.value()))
+        out: dict[tuple[str, int], int] = {}
+        for key, value in records:  # ["MirrorSourceConnector", {"cluster": alias, "partition": p, "topic": t}]
+            doc = json.loads(key) if key else None
+            if isinstance(doc, list) and len(doc) == 2 and isinstance(doc[1], dict) and doc[1].get("cluster") == alias:
+                offset = json.loads(value).get("offset") if value else None
+                if isinstance(offset, int):
+                    out[(doc[1]["topic"], doc[1]["partition"])] = offset
+        return out
+    finally:
+        consumer.close()
+
+
+def time_by_hand(source: str, target: str, home: Path, source_ends: dict[tuple[str, int], int],
+                 exactly_once: bool = False) -> tuple[float, float]:
+    """(seconds until every record is on the target, until the first one is). At-least-once (MirrorMaker's
+    default): done when the target's end offsets equal the source's. ``exactly_once``: kmigrate's exactly-once
+    settings, done when MirrorMaker's Connect offsets reach every source end (transaction markers take offsets)."""
+    a, b = ("E", "C") if exactly_once else ("A", "B")  # aliases apart from kmigrate's ("source", "target")
     props = {
-        "clusters": "A, B", "A.bootstrap.servers": source, "B.bootstrap.servers": target,
-        "A->B.enabled": "true", "A->B.topics": f"{PREFIX}.*",
+        "clusters": f"{a}, {b}", f"{a}.bootstrap.servers": source, f"{b}.bootstrap.servers": target,
+        f"{a}->{b}.enabled": "true", f"{a}->{b}.topics": f"{PREFIX}.*",
         # a 1-broker target: MirrorMaker's defaults (2 and 3) cannot be created there
         "replication.factor": "1", "checkpoints.topic.replication.factor": "1",
         "heartbeats.topic.replication.factor": "1", "offset-syncs.topic.replication.factor": "1",
         "offset.storage.replication.factor": "1", "status.storage.replication.factor": "1",
         "config.storage.replication.factor": "1",
     }
+    if exactly_once:
+        props.update({f"{b}.exactly.once.source.support": "enabled", f"{a}.consumer.isolation.level": "read_committed",
+                      f"{a}->{b}.transaction.boundary": "interval", f"{a}->{b}.transaction.boundary.interval.ms": "1000",
+                      "dedicated.mode.enable.internal.rest": "true", "listeners": f"http://127.0.0.1:{free_port()}"})
     (home / "mm2.properties").write_text("".join(f"{k} = {v}\n" for k, v in props.items()))
     (home / "log4j.properties").write_text(LOG4J)
     command = ensure_distribution().java_command(MIRROR_MAKER_MAIN, [str(home / "mm2.properties")], [
         "-Xms256M", "-Xmx2G", f"-Dlog4j.configuration=file:{home / 'log4j.properties'}"])
-    wanted = {(f"A.{t}", p): e for (t, p), e in source_ends.items()}
+    wanted = {(f"{a}.{t}", p): e for (t, p), e in source_ends.items()}
+    last_wanted = {tp: e - 1 for tp, e in source_ends.items() if e > 0}
     topics: dict[str, int] = {}
     for t, p in wanted:
         topics[t] = max(topics.get(t, 0), p + 1)
@@ -173,9 +244,13 @@ def time_by_hand(source: str, target: str, home: Path, source_ends: dict[tuple[s
             now = ends(target, {t: n for t, n in topics.items() if t in present})
             if sum(now.values()) and not first:
                 first.append(time.monotonic() - t0)
-            if now == wanted:
+            if exactly_once:
+                positions = connect_positions(target, a)
+                if all(positions.get(tp, -1) >= last for tp, last in last_wanted.items()):
+                    return time.monotonic() - t0, first[0]
+            elif now == wanted:
                 return time.monotonic() - t0, first[0]
-            progress(f"by hand: {sum(now.values())} of {sum(wanted.values())} records copied", t0)
+            progress(f"by hand: {sum(now.values())} of {sum(wanted.values())} offsets on the target", t0)
             time.sleep(0.5)
     finally:
         stop_process(proc, 60)
@@ -193,6 +268,10 @@ def main() -> None:
                     "copy, its window timed (0: no cut-over).")
     ap.add_argument("--quiet", type=float, default=10.0, help="cutover's --quiet-period, in seconds (default 10).")
     ap.add_argument("--keep", action="store_true", help="Keep MirrorMakers' logs (their directory is printed).")
+    ap.add_argument("--tail", type=int, default=2000, help="Records written after the proofs, before the cut-over "
+                    "(default 2000).")
+    ap.add_argument("--eos-cost", action="store_true", help="Also time MirrorMaker 2 by hand with kmigrate's "
+                    "exactly-once settings.")
     args = ap.parse_args()
     total = int((args.mb * 1e6) if args.mb is not None else args.gb * 1e9)
     with running_sandbox(SMALL) as src, running_sandbox(SMALL) as tgt, tempfile.TemporaryDirectory() as scratch:
@@ -208,28 +287,51 @@ def main() -> None:
         subprocess.run(["sync"], check=False)
         groups = commit_groups(source, args.groups, source_ends) if args.groups else []
         window: list[tuple[float, float]] = []
-        kmigrate_s, started_s, k_first_s = time_kmigrate(
-            source, target, Path(tmp) / "kmigrate", records,
-            then=lambda: window.append(time_cutover(Path(tmp) / "kmigrate", groups, args.quiet)) if groups else None)
-        print(f"kmigrate mirror start -> lag 0        {kmigrate_s:8.1f} s  {total / 1e6 / kmigrate_s:6.1f} MB/s "
-              f"(MirrorMaker started at {started_s:.1f} s, first records copied by {k_first_s:.1f} s)", flush=True)
+        proofs: list[tuple[float, int]] = []
+        state = Path(tmp) / "kmigrate"
+
+        def switch() -> None:
+            proofs.append(prove(state))
+            print(f"mirror verify (one pass, before the switch): {proofs[0][1]} records proven in "
+                  f"{proofs[0][0]:.1f} s", flush=True)
+            if args.tail:
+                write_tail(source, args.topics, args.tail, args.record_size)
+                caught, last = MirrorMaker2().wait_caught_up(state, None, None, None, timeout_s=300, interval_s=1.0)
+                assert caught, f"the tail was not copied: lag {last.total_lag}"
+            if groups:
+                window.append(time_cutover(state, groups, args.quiet))
+        kmigrate_s, started_s, k_first_s = time_kmigrate(source, target, state, records, then=switch)
+        print(f"kmigrate mirror start -> lag 0 (exactly-once)   {kmigrate_s:8.1f} s  {total / 1e6 / kmigrate_s:6.1f} "
+              f"MB/s (MirrorMaker started at {started_s:.1f} s, first records copied by {k_first_s:.1f} s)", flush=True)
+        source_ends = ends(source, {f"{PREFIX}{i:02d}": args.partitions for i in range(args.topics)})  # with the tail
         (Path(tmp) / "hand").mkdir()
         hand_s, h_first_s = time_by_hand(source, target, Path(tmp) / "hand", source_ends)
-        print(f"MirrorMaker 2 by hand -> all copied   {hand_s:8.1f} s  {total / 1e6 / hand_s:6.1f} MB/s "
+        print(f"MirrorMaker 2 by hand -> all copied (at-least-once) {hand_s:8.1f} s  {total / 1e6 / hand_s:6.1f} MB/s "
               f"(first records copied by {h_first_s:.1f} s)", flush=True)
+        eos_s = None
+        if args.eos_cost:
+            (Path(tmp) / "hand-eos").mkdir()
+            eos_s, e_first_s = time_by_hand(source, target, Path(tmp) / "hand-eos", source_ends, exactly_once=True)
+            print(f"MirrorMaker 2 by hand, exactly-once -> all copied {eos_s:8.1f} s  {total / 1e6 / eos_s:6.1f} MB/s "
+                  f"(first records copied by {e_first_s:.1f} s); exactly-once / at-least-once: {eos_s / hand_s:.2f}",
+                  flush=True)
         ratio = kmigrate_s / hand_s
-        print(f"ratio kmigrate / by hand: {ratio:.2f} (target <= 1.10: {'met' if ratio <= 1.1 else 'NOT met'})")
+        print(f"ratio kmigrate (exactly-once) / by hand (at-least-once): {ratio:.2f} "
+              f"(target <= 1.10: {'met' if ratio <= 1.1 else 'NOT met'})")
         if window:
             print(f"cut-over window (producers stopped -> clients may switch), {len(groups)} groups, {args.topics} "
-                  f"topics: {window[0][0]:.1f} s, of which the {window[0][1]:.0f} s quiet period (target < 30 s: "
-                  f"{'met' if window[0][0] < 30 else 'NOT met'})")
+                  f"topics, {args.tail} records written after the proofs: {window[0][0]:.1f} s, of which the "
+                  f"{window[0][1]:.0f} s quiet period (target < 30 s: {'met' if window[0][0] < 30 else 'NOT met'})")
         if args.json:
             print(json.dumps({"records": records, "bytes": total, "topics": args.topics, "partitions": args.partitions,
                               "kmigrate_s": round(kmigrate_s, 1), "kmigrate_started_s": round(started_s, 1),
                               "kmigrate_first_copied_s": round(k_first_s, 1), "by_hand_s": round(hand_s, 1),
                               "by_hand_first_copied_s": round(h_first_s, 1),
                               "ratio": round(ratio, 2), "groups": len(groups),
-                              "cutover_window_s": round(window[0][0], 1) if window else None}))
+                              "cutover_window_s": round(window[0][0], 1) if window else None,
+                              "proof_pass_s": round(proofs[0][0], 1) if proofs else None,
+                              "proven_before_switch": proofs[0][1] if proofs else None, "tail_records": args.tail,
+                              "by_hand_exactly_once_s": None if eos_s is None else round(eos_s, 1)}))
 
 
 if __name__ == "__main__":
