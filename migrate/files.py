@@ -1,5 +1,5 @@
 """Reading the files an operator names: the playbook, ``--command-config`` client properties, the plan,
-verify snapshots (read, and written with ``-o``).
+verify snapshots (read, and written with ``-o``), a running canary's live report.
 
 The core parses text and never opens a file; this module opens them, and turns a missing or
 unreadable file into a one-line :class:`BadInput` that names it.
@@ -11,6 +11,7 @@ import json
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import javaproperties
 
@@ -20,6 +21,9 @@ from migrate.core.playbook import Playbook, parse_playbook
 from migrate.core.plan.document import Plan, plan_from_json
 from migrate.core.verify.snapshot import Snapshot, snapshot_from_json
 from migrate.errors import BadInput
+
+if TYPE_CHECKING:
+    from migrate.core.report.live import LiveSignal
 
 
 def load_command_config(path: str | Path | None) -> dict[str, str]:
@@ -281,3 +285,36 @@ def zk_client_config(file: str | Path | None):
     except BadInput as exc:  # name the settings as the file does
         raise BadInput(str(exc).replace(f"{source}: ssl.", f"{source}: zookeeper.ssl.")) from None
     return ZkTls(pem.get("ssl.ca.pem"), pem.get("ssl.certificate.pem"), pem.get("ssl.key.pem"), check_hostname)
+
+
+def read_live_report(path: str | Path) -> "LiveSignal":
+    """A running ``kmigrate canary --report FILE``'s live section (:mod:`migrate.core.report.live`).
+    ValueError saying what is wrong: missing, unreadable, not JSON, final (the canary stopped), no live section."""
+    from migrate.core.report.live import LiveSignal
+
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError("it does not exist") from None
+    except OSError as exc:
+        raise ValueError(f"it cannot be read ({exc.strerror or exc})") from None
+    except ValueError:
+        raise ValueError("it is not JSON") from None
+    if isinstance(doc, dict) and doc.get("final"):
+        raise ValueError("it is a final report: that canary has stopped")
+    return LiveSignal.parse(doc)
+
+
+def check_live_report(path: str | Path, now_unix: float, fresh_s: float) -> "LiveSignal":
+    """:func:`read_live_report` for ``--canary-report``, also rewritten within ``fresh_s``: BadInput (one line) else."""
+    how = (f"start `kmigrate canary --bootstrap-server ... --report {path}` first and keep it running, or leave out "
+           "--canary-report (kmigrate then runs its own canary)")
+    try:
+        live = read_live_report(path)
+    except ValueError as exc:
+        raise BadInput(f"--canary-report {path}: {exc}: {how}") from None
+    if live.age_s(now_unix) > fresh_s:
+        raise BadInput(f"--canary-report {path} was last written {live.age_s(now_unix):.0f} s ago (a running canary "
+                       f"rewrites it every second): {how}")
+    return live

@@ -21,7 +21,7 @@ from migrate.core.report.phases import PhaseFigures
 from migrate.files import check_writable, client_settings, write_whole
 from migrate.core.units import parse_duration
 from migrate.commands.common import OUTPUT_OPTION, OutputFormat, console, emit_json
-from migrate.errors import EXIT_FAILURE, BadInput
+from migrate.errors import EXIT_FAILURE, BadInput, KmigrateError
 from migrate.runner.canary import DEFAULT_TOPIC, Canary, StopRequests, watch
 from migrate.runner.report.canary import canary_impact
 from migrate.runner.report.html import write_page
@@ -88,6 +88,17 @@ def _check_report_file(path: Path) -> None:
     check_writable(path, "--report", "canary-report.json")
 
 
+def _write_live(run: Canary, path: Path) -> None:
+    """While it runs: the figures so far and the live section (the last minutes of the timeline, with their
+    histograms, on the wall clock) that ``partitions --throttle auto --canary-report`` steers on; replaced by
+    the final report at the end. A write that fails is tried again at the next second."""
+    doc = {**run.report().to_dict(), "live": run.live()}
+    try:
+        write_whole(path, json.dumps(doc, separators=(",", ":")) + "\n", "the canary report", "--report")
+    except KmigrateError:
+        pass
+
+
 def _write_report(report: CanaryReport, impact: Impact, path: Path) -> Path:
     """The final report as JSON (with the phases and the timeline) and its charts as an HTML page next to it,
     each whole or not at all; returns where the page is."""
@@ -117,7 +128,7 @@ def canary(
     topic: str = typer.Option(DEFAULT_TOPIC, "--topic", help="Canary topic (created with a partition led by every broker)."),
     duration: Optional[str] = typer.Option(None, "--duration", help="How long to run (30s, 10m, 1h); default until stopped."),
     stop_file: Optional[Path] = typer.Option(None, "--stop-file", help="End cleanly, with the final report, when this file appears (it must not exist at the start; it is removed once honoured)."),
-    report_file: Optional[Path] = typer.Option(None, "--report", help="Also write the final report as JSON to this file (atomically), however the run ends, and its charts as a self-contained HTML page next to it (.json replaced by .html)."),
+    report_file: Optional[Path] = typer.Option(None, "--report", help="Also write the final report as JSON to this file (atomically), however the run ends, and its charts as a self-contained HTML page next to it (.json replaced by .html). While it runs, the file holds the figures so far and the last minutes of latencies, rewritten every second: `kmigrate partitions --throttle auto --canary-report FILE` steers on them."),
     report_interval: str = typer.Option("10s", "--report-interval", help="When stdout is not a terminal: one timestamped line of figures this often."),
     drain_timeout: str = typer.Option("60s", "--drain-timeout", help="At the end, how long to wait for outstanding acknowledgements and for the consumer to read every acknowledged record."),
     rate: float = typer.Option(100.0, "--rate", help="Records per second."),
@@ -149,13 +160,15 @@ def canary(
     settings = client_settings(bootstrap_server, command_config)
     with StopRequests(stop_file) as stop_requested:
         run = Canary(settings, topic=topic, rate_per_s=rate, replication_factor=replication_factor).start()
+        live_file = None if report_file is None else (lambda: _write_live(run, report_file))
         if output == OutputFormat.text and console.is_terminal:
             with Live(report_table(run.report()), console=console, refresh_per_second=2) as live:
                 reason = watch(run, seconds, lambda r: live.update(report_table(r, title="canary (Ctrl-C to stop)")),
-                               stop_requested=stop_requested)
+                               stop_requested=stop_requested, live=live_file)
         else:
             stream = sys.stdout if output == OutputFormat.text else sys.stderr
-            reason = watch(run, seconds, _print_line(stream), interval_s=interval_s, stop_requested=stop_requested)
+            reason = watch(run, seconds, _print_line(stream), interval_s=interval_s, stop_requested=stop_requested,
+                           live=live_file)
             stream.write(f"{datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')} canary stopping"
                          f" ({reason}): draining for up to {drain_s:g} s\n")
             stream.flush()

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -27,6 +29,8 @@ from migrate.core.ledger import DEFAULT_TOPIC
 from migrate.core.partitions.mapping import compile_topic_filter
 from migrate.core.partitions.scheduler import DEFAULT_MAX_MOVES_PER_BROKER
 from migrate.core.throttle.options import TUNING_ENV, auto_throttle, tuned
+from migrate.core.throttle.readings import STALE_AFTER_S
+from migrate.files import check_live_report
 from migrate.core.units import parse_duration
 from migrate.errors import BadInput
 from migrate.runner import events as ev
@@ -51,7 +55,8 @@ def zookeeper_of(inputs: Inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file,
 def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, throttle, topics, exclude, resume,
                   on_stall, stall_timeout, poll_interval, max_moves_per_broker, max_moves_cluster, dry_run, force,
                   bookkeeping_topic, command="kmigrate partitions", zookeeper=None, zk_auth=None, zk_auth_file=None,
-                  zk_jaas_file=None, zk_client_config_file=None, ignore_hidden_broker_rates=False, latency_budget=None):
+                  zk_jaas_file=None, zk_client_config_file=None, ignore_hidden_broker_rates=False, latency_budget=None,
+                  canary_report=None):
     """Options (and playbook / plan) -> :class:`~migrate.runner.partitions.run.PartitionsRequest`. BadInput on any problem."""
     from migrate.runner.partitions.run import PartitionsRequest
 
@@ -64,6 +69,11 @@ def build_request(*, bootstrap_server, command_config, mapping, playbook, plan, 
                          mig.latency_budget if mig is not None else None)
     if auto is not None:
         auto = tuned(auto, os.environ.get(TUNING_ENV))
+    if canary_report is not None:
+        if auto is None:
+            raise BadInput("--canary-report needs --throttle auto (a fixed --throttle does not steer on latency)")
+        check_live_report(canary_report, time.time(), STALE_AFTER_S)
+        auto = replace(auto, canary_report=str(canary_report))
     client = inputs.client(bootstrap_server, command_config)
     zk, auth = zookeeper_of(inputs, zookeeper, zk_auth, zk_auth_file, zk_jaas_file, zk_client_config_file)
     settings = resolve(inputs, mapping=mapping, throttle=None if auto is not None else throttle,
@@ -132,7 +142,8 @@ def _throttle_words(e: ev.Start) -> str:
     auto = e.throttle_auto
     if not isinstance(auto, dict):
         return f"throttle {_bytes(e.throttle_bytes_per_s)}/s per broker"
-    return (f"throttle auto per broker: the canary's p99 may rise {auto['latency_budget_ms']:g} ms above its p99 at rest; "
+    whose = f"your canary's ({auto['canary_report']})" if auto.get("canary_report") else "the canary's"
+    return (f"throttle auto per broker: {whose} p99 may rise {auto['latency_budget_ms']:g} ms above its p99 at rest; "
             f"from {_bytes(auto['start_rate_bytes_per_s'])}/s, between {_bytes(auto['min_rate_bytes_per_s'])}/s and "
             f"{_bytes(auto['max_rate_bytes_per_s'])}/s")
 
@@ -156,6 +167,8 @@ class TextRenderer:
         self.overall: TaskID | None = None
         self.tasks: dict[str, TaskID] = {}
         self.auto_lines: tuple[str, list[int]] | None = None  # one step's like decisions, shown as one line
+        self.auto_rates: dict[int, int] = {}  # the auto throttle's rate in force per broker, on the overall bar
+        self.auto_p99: float | None = None
 
     def _print(self, text: str, style: str | None = None) -> None:
         target = self.progress.console if self.progress is not None else console
@@ -168,7 +181,7 @@ class TextRenderer:
                 TimeRemainingColumn(), console=console, transient=False, refresh_per_second=4,
             )
             self.progress.start()
-            self.overall = self.progress.add_task("all topics", total=None)
+            self.overall = self.progress.add_task(self._overall_words(), total=None)
         return self.progress
 
     def close(self) -> None:
@@ -177,8 +190,22 @@ class TextRenderer:
             self.progress.stop()
             self.progress = None
 
+    def _overall_words(self) -> str:
+        """The overall bar's name; with the auto throttle, the rates in force and the last p99 it saw."""
+        if not self.auto_rates:
+            return "all topics"
+        low, high = min(self.auto_rates.values()), max(self.auto_rates.values())
+        rates = f"{_bytes(low)}/s" if low == high else f"{_bytes(low)}/s-{_bytes(high)}/s"
+        return f"all topics, auto {rates}" + ("" if self.auto_p99 is None else f", p99 {self.auto_p99:g} ms")
+
     def _auto(self, e: ev.ThrottleAuto) -> None:
-        """The auto throttle's decisions of one step that say the same for several brokers: one line."""
+        """The auto throttle's decisions of one step that say the same for several brokers: one line; the
+        rate in force on the overall bar."""
+        self.auto_rates[e.broker] = e.new_rate_bytes_per_s
+        if e.p99_ms is not None:
+            self.auto_p99 = e.p99_ms
+        if self.progress is not None and self.overall is not None:
+            self.progress.update(self.overall, description=self._overall_words())
         rest = e.message.replace(f"auto throttle: broker {e.broker} ", "", 1)
         if self.auto_lines is not None and self.auto_lines[0] == rest:
             self.auto_lines[1].append(e.broker)
@@ -303,6 +330,7 @@ def partitions(
     plan: Optional[Path] = PLAN_OPTION,
     throttle: Optional[str] = typer.Option(None, "--throttle", help=f"Replication throttle per broker, leader and follower side (default: plan, playbook, else {DEFAULT_THROTTLE}); at least 1MB/s. auto: steered per broker by an acks=all canary's p99 (needs --latency-budget)."),
     latency_budget: Optional[str] = typer.Option(None, "--latency-budget", help="With --throttle auto: how far the canary's acks=all p99 may rise above its p99 at rest before the first move (e.g. 50ms, 0.2s)."),
+    canary_report: Optional[Path] = typer.Option(None, "--canary-report", help="With --throttle auto: steer on the canary you already run (`kmigrate canary --report FILE`, rewritten every second while it runs) instead of starting one; its last 15 s before the first move are the p99 at rest."),
     topics: Optional[str] = typer.Option(None, "--topics", help="Only topics matching this regular expression (in full)."),
     exclude: Optional[str] = typer.Option(None, "--exclude", help="Leave out topics matching this regular expression (in full)."),
     resume: bool = typer.Option(False, "--resume", help="Continue a migration (a plain rerun does the same: adopts moves in flight, clears stale throttles)."),
@@ -353,7 +381,7 @@ def partitions(
         dry_run=dry_run, force=force, bookkeeping_topic=bookkeeping_topic, command=rerun_command(sys.argv[1:]),
         zookeeper=zookeeper, zk_auth=zk_auth, zk_auth_file=zk_auth_file, zk_jaas_file=zk_jaas_file,
         zk_client_config_file=zk_client_config_file, ignore_hidden_broker_rates=ignore_hidden_broker_rates,
-        latency_budget=latency_budget,
+        latency_budget=latency_budget, canary_report=canary_report,
     )
     try:
         run_partitions(request, render)

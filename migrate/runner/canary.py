@@ -18,6 +18,7 @@ from typing import Callable
 from migrate.adapters.kafka.canary_clients import CanaryConsumer, CanaryProducer, ClientError, ensure_topic
 from migrate.core.canary import CanaryLedger, CanaryReport, decode, encode
 from migrate.core.clientconfig import ClientSettings
+from migrate.core.report.live import live_section
 from migrate.core.report.timeline import Timeline
 from migrate.errors import BadInput, StepFailed
 from migrate.runner import signals
@@ -199,6 +200,12 @@ class Canary:
         with self._lock:
             return self.ledger.timeline_at(time.monotonic())
 
+    def live(self) -> dict:
+        """The live section of its report (:func:`migrate.core.report.live.live_section`), now."""
+        assert self.ledger is not None
+        with self._lock:
+            return live_section(self.ledger.timeline_at(time.monotonic()), self.started_unix, time.time())
+
     def offset(self, monotonic_s: float) -> float:
         """Seconds after the canary's start of a ``time.monotonic()`` moment."""
         assert self.ledger is not None
@@ -288,19 +295,25 @@ class StopRequests:
 
 def watch(canary: Canary, seconds: float | None, show: Callable[[CanaryReport], None] | None = None,
           interval_s: float = 0.5, clock: Clock | FakeClock = SYSTEM_CLOCK,
-          stop_requested: Callable[[], str | None] = lambda: None, check_s: float = 0.25) -> str:
+          stop_requested: Callable[[], str | None] = lambda: None, check_s: float = 0.25,
+          live: Callable[[], None] | None = None, live_every_s: float = 1.0) -> str:
     """Let a started canary run for ``seconds`` (``None``: until asked to stop), handing its figures to
-    ``show`` at the start and every ``interval_s``, looking at ``stop_requested`` every ``check_s``.
+    ``show`` at the start and every ``interval_s``, looking at ``stop_requested`` every ``check_s``;
+    ``live`` is called every ``live_every_s`` (the live report file).
 
     Returns what ended it: ``"duration"``, the reason ``stop_requested`` gave, or ``"SIGINT"`` (Ctrl-C
     without a handler). The canary keeps running (``stop`` it).
     """
     next_show = [clock.now()]
+    next_live = [clock.now()]
 
     def tick() -> str | None:
         reason = stop_requested()
         if reason:
             return reason
+        if live is not None and clock.now() >= next_live[0]:
+            live()
+            next_live[0] = max(next_live[0] + live_every_s, clock.now())
         if show is not None and clock.now() >= next_show[0]:
             show(canary.report())
             next_show[0] += interval_s

@@ -122,7 +122,8 @@ def time_cutover(state_dir: Path, groups: list[str], quiet_s: float) -> tuple[fl
                      say=lambda m: progress(f"cutover: {m}", t0, every_s=0))
     assert result.clients, "cutover did not say clients may switch"
     seconds = time.monotonic() - t0
-    print(f"cut-over verify: {result.verify}", flush=True)
+    print(f"cut-over verify: {result.verify}; gates: "
+          + ", ".join(f"{g.name} {g.seconds:.1f} s" for g in result.gates), flush=True)
     return seconds, quiet_s
 
 

@@ -7,13 +7,16 @@ event and a ``throttle-auto`` bookkeeping record, the brokers' configs follow it
 paused for a few seconds (SIGSTOP: acks=all writes stall) makes the rate fall; the run is then
 SIGKILLed and ``--resume`` takes up each broker's last recorded rate; at the end no throttle is
 left and the canary's topic is gone. Before it, a fixed-throttle run finds the canary topic an
-auto run killed before its end left behind: it does not move it and deletes it at its end.
+auto run killed before its end left behind: it does not move it and deletes it at its end. After them,
+a run steered by the operator's own canary (``--canary-report``) moves data back.
 """
 
 from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -112,3 +115,50 @@ def test_the_rate_starts_rises_falls_when_a_broker_hangs_is_recorded_resumed_and
     assert in_flight(cluster) == {}
     assert sorted(tuple(p.replicas) for p in topics(cluster)["auto-data"].partitions.values()) == [(3, 4), (4, 3)]
     assert settled(lambda: CANARY_TOPIC in topics(cluster), False) is False
+
+
+def test_steered_by_the_operators_own_canary_report_which_it_leaves_running(cluster, tmp_path):
+    """``--canary-report FILE``: no canary of kmigrate's; the operator's ``kmigrate canary --report FILE`` (another
+    process) gives the baseline and every window; that canary paused (its report goes stale) is a lost signal:
+    the rate falls to the minimum; at the end that canary still runs and lost nothing."""
+    report = tmp_path / "canary.json"
+    bootstrap = cluster.bootstrap_servers()
+    args = ("partitions", "--bootstrap-server", bootstrap, "--mapping", "3:1,4:2", "--topics", "operator-data",
+            "--throttle", "auto", "--latency-budget", "100ms", "--canary-report", str(report))
+    refused = kmigrate(*args)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "does not exist" in refused.stderr and "kmigrate canary" in refused.stderr
+    create_topic(cluster, "operator-data", [[3, 4], [4, 3]])
+    produce(cluster, "operator-data", 40_000, size=1000)  # 40 MB: 20 MB a partition, over 10 s at 1 to 2 MB/s
+    canary = subprocess.Popen([sys.executable, "-m", "migrate", "canary", "--bootstrap-server", bootstrap, "--topic",
+                               "operator-canary", "--rate", "50", "--replication-factor", "2", "--report", str(report),
+                               "--report-interval", "1s", "--output", "json"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+    tuning = {**TUNING, "max_rate": 2_000_000, "signal_timeout_s": 3}  # a hung canary: minimum 5 + 3 s later
+    try:
+        assert settled(lambda: report.exists(), True, timeout_s=60)
+        proc = kmigrate_background(*args, "-O", "json", env={TUNING_ENV: json.dumps(tuning)})
+        seen: list[dict] = []
+        baseline = wait_for_event(proc, lambda e: e["event"] == "throttle-baseline", timeout_s=120, seen=seen)
+        assert baseline["samples"] > 100 and str(report) in baseline["message"], baseline  # 5 s of 50 acks/s
+        wait_for_event(proc, lambda e: e["event"] == "throttle-auto" and e["new_rate_bytes_per_s"] > 1_000_000,
+                       timeout_s=60, seen=seen)
+        canary.send_signal(signal.SIGSTOP)  # the operator's canary hangs: its report is no longer rewritten
+        try:
+            lost = wait_for_event(proc, lambda e: e["event"] == "throttle-auto"
+                                  and e["new_rate_bytes_per_s"] < e["old_rate_bytes_per_s"], timeout_s=60, seen=seen)
+        finally:
+            canary.send_signal(signal.SIGCONT)
+        assert lost["new_rate_bytes_per_s"] == tuning["min_rate"] and "signal" in lost["reason"], lost
+        seen.extend(json.loads(line) for line in proc.stdout if line.startswith("{"))
+        assert proc.wait(timeout=240) == 0, proc.stderr.read()[-3000:]
+        assert CANARY_TOPIC not in topics(cluster)  # kmigrate started no canary of its own
+        assert canary.poll() is None, "the operator's canary stopped with the run"
+    finally:
+        canary.send_signal(signal.SIGCONT)
+        canary.send_signal(signal.SIGTERM)
+        canary.wait(timeout=120)
+    final = json.loads(report.read_text())
+    assert final["final"] and final["lost"] == 0 and final["failed_sends"] == 0, final
+    assert settled(lambda: throttles_left(cluster), []) == []
+    assert sorted(tuple(p.replicas) for p in topics(cluster)["operator-data"].partitions.values()) == [(1, 2), (2, 1)]

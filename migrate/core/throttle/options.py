@@ -20,7 +20,9 @@ class AutoThrottle:
     before the first move (after ``warmup_s`` whose acks do not count: the first sends wait for the
     topic's creation and its leaders, and made a p99 at rest of 211 ms where the moves later showed
     80 ms), a latency window every ``window_s``, the canary writing ``canary_rate_per_s`` acks=all
-    records to ``canary_topic``."""
+    records to ``canary_topic``; or, with ``canary_report``, no canary of its own: the live report an
+    operator's ``kmigrate canary --report FILE`` rewrites every second, its last ``baseline_s`` before the
+    first move as the baseline."""
 
     budget: Budget
     settings: Settings = field(default_factory=Settings)
@@ -29,6 +31,7 @@ class AutoThrottle:
     window_s: float = 5.0
     canary_rate_per_s: float = 50.0
     canary_topic: str = CANARY_TOPIC
+    canary_report: str | None = None  # --canary-report FILE: steer on the operator's running canary, start none
 
 
 def auto_throttle(throttle: str | None, latency_budget: str | None, playbook_throttle: str | None = None,
@@ -77,7 +80,7 @@ def tuned(auto: AutoThrottle, text: str | None) -> AutoThrottle:
         values = json.loads(text)
     except ValueError:
         raise BadInput(f"{TUNING_ENV} is not a JSON object") from None
-    own = {f.name for f in fields(AutoThrottle)} - {"budget", "settings"}
+    own = {f.name for f in fields(AutoThrottle)} - {"budget", "settings", "canary_report"}
     law = {f.name for f in fields(Settings)}
     unknown = sorted(set(values) - own - law)
     if unknown:

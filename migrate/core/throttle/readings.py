@@ -5,6 +5,7 @@
   (a wait still going on counts as a stall of the partition's leader);
 * :func:`health_from_partitions`: the partitions the run describes anyway, those *not being moved*
   -> the rails of :class:`~.signals.Health` (under min ISR; followers out of the ISR);
+* :func:`window_from_live`: an operator's canary report read back -> the same window, without leaders;
 * :func:`broker_limits`: the moves in flight the controller allows per broker, within the
   operator's cap, as :attr:`migrate.core.partitions.scheduler.Caps.broker_limits`.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from migrate.core.report.live import LiveSignal
 from migrate.core.throttle.signals import Health, LatencyWindow
 
 MIN_BROKER_SAMPLES = 100
@@ -86,3 +88,32 @@ def broker_limits(moves: Mapping[int, int], per_broker: int) -> tuple[tuple[int,
     ((4, 5), (5, 2))
     """
     return tuple((b, max(1, min(per_broker, n))) for b, n in sorted(moves.items()))
+
+
+STALE_AFTER_S = 5.0
+"""An operator's canary report not rewritten for this long (it writes every second) gives no signal: the
+law's fail-safe applies."""
+
+
+def window_from_live(at_s: float, live: LiveSignal | None, now_unix: float, window_s: float,
+                     stale_after_s: float = STALE_AFTER_S) -> LatencyWindow:
+    """The window ending at ``now_unix`` (wall clock) from an operator's canary report read back
+    (:class:`~migrate.core.report.live.LiveSignal`), stamped ``at_s`` on the runner's clock: the p99 of its
+    acks (merged histograms), their count, the longest stall (for every broker: the report does not say
+    which broker led the partition). Silent (no signal) when there is no report, it is older than
+    ``stale_after_s``, or it had no ack in the window.
+
+    >>> from migrate.core.report.live import LiveSignal
+    >>> from migrate.core.report.timeline import Bucket, bin_of
+    >>> live = LiveSignal(100.0, 109.5, 1.0, 0, tuple(Bucket(50, 0, {bin_of(20.0): 50}, 20.0, 0.1) for _ in range(10)))
+    >>> w = window_from_live(7.0, live, 110.0, 5.0); w.samples, round(w.p99_s, 3), w.stall_s
+    (250, 0.02, 0.1)
+    >>> window_from_live(7.0, live, 120.0, 5.0).has_signal
+    False
+    """
+    if live is None or live.age_s(now_unix) > stale_after_s:
+        return LatencyWindow.silent(at_s)
+    f = live.figures(now_unix - window_s, now_unix)
+    if not f.acks or f.p99_ms is None:
+        return LatencyWindow.silent(at_s)
+    return LatencyWindow(at_s, f.p99_ms / 1000.0, f.acks, stall_s=f.stall_s)

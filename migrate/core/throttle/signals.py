@@ -97,6 +97,8 @@ class LatencyWindow:
     was silent). ``p99_by_broker``: the p99 of the acks of the partitions each broker leads (only
     brokers that lead a canary partition). ``stall_by_broker``: the longest wait without any ack on
     a partition each broker leads, a wait still going on included (see ``migrate.core.canary``).
+    ``stall_s``: the longest such wait on any partition, for a canary whose partitions' leaders are not
+    known (the operator's, read from its report): it counts for every broker.
     """
 
     at_s: float
@@ -104,6 +106,7 @@ class LatencyWindow:
     samples: int = 0
     p99_by_broker: Mapping[int, float] = field(default_factory=dict)
     stall_by_broker: Mapping[int, float] = field(default_factory=dict)
+    stall_s: float = 0.0  # the longest stall on any canary partition, when the leaders are not known (an operator's canary)
 
     @classmethod
     def silent(cls, at_s: float) -> "LatencyWindow":
@@ -143,6 +146,8 @@ class LatencyWindow:
         stall = self.stall_by_broker.get(broker)
         if stall is not None and stall > worst:
             worst, what = stall, f"stall on broker {broker}'s partitions"
+        if self.stall_s > worst:  # a canary that cannot say which broker led the partition: every broker
+            worst, what = self.stall_s, "stall on a canary partition"
         return worst, what
 
 

@@ -282,9 +282,17 @@ def _replicated(run: _Run, say: Say, clock: Clock) -> Gate:
     return Gate("replicated", f"{len(run.topics)} topic(s) copied to their last record (MirrorMaker's stored positions)")
 
 
+EXACT_TRANSLATIONS = ("content", "end")
+"""Translations that put a group on the copy of its next record (or at the end): nothing read twice."""
+
+
 def _translations(run: _Run, say: Say, clock: Clock) -> list[Translation]:
     """Gate d's translation: the engine's (MirrorMaker 2's checkpoints and offset-syncs, or kmigrate's own
-    for MirrorMaker 1), then the duplicates of each offset counted."""
+    for MirrorMaker 1), then the duplicates of each offset counted by reading both sides from it to the end.
+
+    Not read (a read grows with the data, inside the window): an exactly-once copy's offsets decided by
+    content (the target's record there is the source's next record) or at the end. The records after
+    them are the same on both sides when the copy is exact, which gate e then proves: 0 duplicates."""
     translated = run.engine.translate_offsets(run.mirror, run.topics, run.req.groups, run.committed,
                                               run.req.timeout_s, say, clock)
     ends = _ends(run)
@@ -292,10 +300,13 @@ def _translations(run: _Run, say: Say, clock: Clock) -> list[Translation]:
     out = []
     for group in run.req.groups:
         mine = [t for t in translated if t.group == group]
-        ok = [t for t in mine if t.offset is not None]
-        src = run.src.count_records({t.key: (t.source_committed, ends[t.key]) for t in ok})
-        tgt = run.tgt.count_records({t.key: (t.offset, target_ends[t.key]) for t in ok})
-        out += [with_duplicates(t, tgt[t.key], src[t.key]) if t.offset is not None else t for t in mine]
+        counted = [t for t in mine if t.offset is not None
+                   and not (run.engine.exactly_once and t.how in EXACT_TRANSLATIONS)]
+        src = run.src.count_records({t.key: (t.source_committed, ends[t.key]) for t in counted})
+        tgt = run.tgt.count_records({t.key: (t.offset, target_ends[t.key]) for t in counted})
+        keys = {t.key for t in counted}
+        out += [with_duplicates(t, tgt[t.key], src[t.key]) if t.key in keys
+                else replace(t, duplicates=0) if t.offset is not None else t for t in mine]
     return out
 
 

@@ -111,7 +111,8 @@ class Preparation:
                 "latency_budget_ms": round(rq.auto.budget.seconds * 1000.0, 1),
                 "start_rate_bytes_per_s": rq.auto.settings.start_rate,
                 "min_rate_bytes_per_s": rq.auto.settings.min_rate,
-                "max_rate_bytes_per_s": rq.auto.settings.max_rate},
+                "max_rate_bytes_per_s": rq.auto.settings.max_rate,
+                "canary_report": rq.auto.canary_report},
         ))
         if rq.dry_run:
             for tr in sorted(run.topics.values(), key=lambda t: t.name):
@@ -127,7 +128,8 @@ class Preparation:
         run = self.run
         auto = run.rq.auto
         return partitions_needs([t for t in run.topics if run.moves(t)], run.rq.bookkeeping_topic,
-                                run.book.exists(run.admin.admin), None if auto is None else auto.canary_topic,
+                                run.book.exists(run.admin.admin),
+                                None if auto is None or auto.canary_report else auto.canary_topic,
                                 run.canary_exists)
 
     def _check_rights(self) -> None:

@@ -20,6 +20,12 @@ How one run drives it (:class:`AutoRunner`, called from :mod:`migrate.runner.par
    flight capped (:attr:`Caps.broker_limits`), a ``throttle-auto`` event emitted;
 4. :meth:`AutoRunner.close` on every exit: the canary stops and its topic is deleted. The rates go
    with kmigrate's other throttles (removed at the end; kept, recorded, for moves still in flight).
+
+With ``--canary-report FILE`` no canary is started: the operator's ``kmigrate canary --report FILE``
+rewrites FILE every second (:mod:`migrate.core.report.live`); its last ``baseline_s`` before the first
+move are the baseline, and each window is read from it (:func:`window_from_live`: the p99 of the
+window's acks, the longest stall counting for every broker, no signal when FILE is older than
+:data:`STALE_AFTER_S`). Closing leaves that canary running.
 """
 
 from __future__ import annotations
@@ -33,9 +39,13 @@ from migrate.core.partitions.tasks import PartitionState
 from migrate.core.throttle.controller import Controller
 from migrate.core.throttle.decisions import Decision
 from migrate.core.throttle.options import AutoThrottle
-from migrate.core.throttle.readings import broker_limits, health_from_partitions, window_from_acks
+from migrate.core.report.live import LiveSignal
+from migrate.core.throttle.readings import (STALE_AFTER_S, broker_limits, health_from_partitions, window_from_acks,
+                                            window_from_live)
 from migrate.core.throttle.signals import Baseline, LatencyWindow, ms
 from migrate.core.units import format_rate
+from migrate.errors import BadInput
+from migrate.files import check_live_report, read_live_report
 from migrate.runner.canary import Canary
 from migrate.runner.events import ThrottleAuto, ThrottleBaseline, WarningEvent
 from migrate.runner.partitions.state import RunState
@@ -60,26 +70,33 @@ class AutoRunner:
     # ------------------------------------------------------------------ begin
     def begin(self, ledger: Ledger) -> None:
         run, auto = self.run, self.auto
-        self.canary = Canary(run.rq.client, topic=auto.canary_topic, rate_per_s=auto.canary_rate_per_s,
-                             replication_factor=3, min_insync_replicas=2)
-        self.canary.start()
-        assert self.canary.ledger is not None
-        with self.canary._lock:
-            self.canary.ledger.tap = []
-        run.clock.sleep(auto.warmup_s)
-        self._take()  # the first sends waited for the topic and its leaders: not the cluster at rest
         recorded = ledger.throttle_decisions(run.migration)
         kept = [d["baseline_s"] for d in recorded if d.get("baseline_s")]
+        if auto.canary_report is None:
+            self.canary = Canary(run.rq.client, topic=auto.canary_topic, rate_per_s=auto.canary_rate_per_s,
+                                 replication_factor=3, min_insync_replicas=2)
+            self.canary.start()
+            assert self.canary.ledger is not None
+            with self.canary._lock:
+                self.canary.ledger.tap = []
+            run.clock.sleep(auto.warmup_s)
+            self._take()  # the first sends waited for the topic and its leaders: not the cluster at rest
+        whose = "the canary's" if auto.canary_report is None else f"your canary's ({auto.canary_report})"
         if kept:  # resumed with moves in flight: no rest to measure; the first run measured it
             now = run.clock.now()
             baseline = Baseline(float(kept[0]), 0, now)
-            told = f"the canary's p99 at rest was {ms(baseline.p99_s)} (recorded before the first move)"
+            told = f"{whose} p99 at rest was {ms(baseline.p99_s)} (recorded before the first move)"
+        elif auto.canary_report is not None:
+            baseline = self._report_baseline()
+            now = run.clock.now()
+            told = (f"{whose} p99 at rest is {ms(baseline.p99_s)} ({baseline.samples} acks in the last "
+                    f"{auto.baseline_s:.0f} s)")
         else:
             run.clock.sleep(auto.baseline_s)
             acks = self._take()
             now = run.clock.now()
             baseline = Baseline.from_latencies([latency for _at, _p, latency in acks], at_s=now)
-            told = f"the canary's p99 at rest is {ms(baseline.p99_s)} ({baseline.samples} acks in {auto.baseline_s:.0f} s)"
+            told = f"{whose} p99 at rest is {ms(baseline.p99_s)} ({baseline.samples} acks in {auto.baseline_s:.0f} s)"
         if recorded:
             self.controller = Controller.resume(auto.settings, baseline, auto.budget, now, recorded)
         else:
@@ -101,6 +118,10 @@ class AutoRunner:
         if self.controller is None or now - self.last_window_s < self.auto.window_s:
             return
         self.last_window_s = now
+        if self.auto.canary_report is not None:  # the operator's canary: its report, read every window
+            window = window_from_live(now, self._live(), time.time(), self.auto.window_s)
+            self._apply(self.controller.step(now, window, self._health(described), self._brokers()))
+            return
         acks = self._take()
         assert self.canary is not None and self.canary.ledger is not None
         with self.canary._lock:
@@ -128,12 +149,38 @@ class AutoRunner:
         self.canary = None
 
     # ---------------------------------------------------------------- helpers
+    def _live(self) -> LiveSignal | None:
+        """The operator's canary report, read now (None when it cannot be read: no signal this window)."""
+        try:
+            return read_live_report(self.auto.canary_report or "")
+        except ValueError:
+            return None
+
+    def _report_baseline(self) -> Baseline:
+        """The p99 of the operator's canary over the last ``baseline_s`` (waiting for them when it started
+        less long ago): BadInput when it has no acknowledgement there."""
+        auto = self.auto
+        path = auto.canary_report or ""
+        live = check_live_report(path, time.time(), STALE_AFTER_S)
+        short = auto.baseline_s - live.covered_s(time.time())
+        if short > 0:  # the canary started a moment ago: its rest is still being measured
+            self.run.clock.sleep(short)
+            live = check_live_report(path, time.time(), STALE_AFTER_S)
+        now_unix = time.time()
+        figures = live.figures(now_unix - auto.baseline_s, now_unix)
+        if not figures.acks or figures.p99_ms is None:
+            raise BadInput(f"--canary-report {path}: no acknowledgement in its last {auto.baseline_s:.0f} s, so no "
+                           "p99 at rest: check that your canary can write to the cluster")
+        return Baseline(figures.p99_ms / 1000.0, figures.acks, self.run.clock.now())
+
     def _take(self) -> list[tuple[float, int, float]]:
         assert self.canary is not None and self.canary.ledger is not None
         with self.canary._lock:
             return self.canary.ledger.take_tap()
 
     def _refresh_leaders(self) -> None:
+        if self.auto.canary_report is not None:  # the operator's canary: its leaders are not needed
+            return
         try:
             described, _ = self.run.admin.describe_and_brokers([self.auto.canary_topic])
         except Exception:  # noqa: BLE001 - the last leaders known stay

@@ -164,3 +164,25 @@ def test_one_steps_like_decisions_are_one_line_naming_the_brokers_unlike_ones_a_
         "warning: something else",
         "auto throttle: broker 5 10 MB/s -> 15 MB/s, 1 move(s) at once: within budget: +5 MB/s",
     ]
+
+
+def test_the_overall_bar_shows_the_auto_rates_in_force_and_the_last_p99():
+    render = TextRenderer(False)
+    with console.capture():
+        render(ev.Progress(copied_bytes=10, total_bytes=1000, rate_bytes_per_s=0, eta_s=None, in_flight=1, topics_left=1,
+                           topics_recorded=0, topics={}))
+        assert render.progress is not None and render.overall is not None
+        bar = lambda: render.progress.tasks[0].description  # noqa: E731
+        assert bar() == "all topics"
+        render(_auto(1, 5_000_000, 10_000_000, "within budget: +5 MB/s"))
+        assert bar() == "all topics, auto 10 MB/s, p99 14 ms"
+        render(_auto(2, 5_000_000, 2_000_000, "stall on broker 2's partitions: x0.5"))
+        assert bar() == "all topics, auto 2 MB/s-10 MB/s, p99 14 ms"
+        render.close()
+
+
+def test_the_start_line_names_the_operators_canary_report():
+    line = _lines(_start(throttle_auto={"latency_budget_ms": 50.0, "start_rate_bytes_per_s": 10_000_000,
+                                        "min_rate_bytes_per_s": 1_000_000, "max_rate_bytes_per_s": 1_000_000_000,
+                                        "canary_report": "/srv/canary.json"}))
+    assert "throttle auto per broker: your canary's (/srv/canary.json) p99 may rise 50 ms" in line[0]
