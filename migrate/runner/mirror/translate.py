@@ -87,12 +87,19 @@ def _translate_group(src: MirrorCluster, tgt: MirrorCluster, group: str, committ
 
 
 def content_facts(src: MirrorCluster, tgt: MirrorCluster, group: str, committed: dict[TP, int], window: int,
-                  target_topic: Callable[[str], str] = lambda name: name) -> dict[TP, PartitionFacts]:
+                  target_topic: Callable[[str], str] = lambda name: name,
+                  lower: dict[TP, int] | None = None) -> dict[TP, PartitionFacts]:
     """What :func:`migrate.core.mirror.translation.translate` needs for each of ``group``'s partitions
     (``committed``: source (topic, partition) -> its committed offset), read with one consumer per step
     for all of them: the source's next records, the target's offsets for their timestamps, then the
     target's records from there (each partition stops at the first record with the same content).
-    ``target_topic``: the target's name of a source topic (the engine's replication policy)."""
+    ``target_topic``: the target's name of a source topic (the engine's replication policy).
+
+    ``lower``: a safe lower bound per partition known otherwise (an exactly-once copy's MirrorMaker offset-sync:
+    each record is copied once, so its copy is at or after the copy of an earlier one). It raises the timestamp
+    bound, which a transactional copy makes loose: its commit markers carry the time of the copy, later than
+    the records', and offsets_for_times stops at the first marker after them (seen: offset 50 for a record at
+    8,207, so the read grew with the data)."""
     tps = sorted(committed)
     counts = src.topic_partitions()
     src_ends = src.end_offsets({t: counts[t] for t, _ in tps if t in counts})
@@ -110,6 +117,10 @@ def content_facts(src: MirrorCluster, tgt: MirrorCluster, group: str, committed:
     for tp in tps:
         keeps = kept.get(on[tp][0], True)
         start_at = bounds.get(on[tp]) if keeps else tgt_ends[on[tp]][0]
+        if start_at is not None and (lower or {}).get(tp) is not None:
+            start_at = max(start_at, min(lower[tp], tgt_ends[on[tp]][1]))  # type: ignore[index]
+            if keeps:
+                bounds[on[tp]] = start_at
         if nexts[tp] is not None and start_at is not None:
             starts[tp] = start_at
     windows = reads.read_records(tgt, {on[tp]: (s, tgt_ends[on[tp]][1]) for tp, s in starts.items()}, window,
