@@ -194,8 +194,13 @@ class TextRenderer:
         """The overall bar's name; with the auto throttle, the rates in force and the last p99 it saw."""
         if not self.auto_rates:
             return "all topics"
-        low, high = min(self.auto_rates.values()), max(self.auto_rates.values())
-        rates = f"{_bytes(low)}/s" if low == high else f"{_bytes(low)}/s-{_bytes(high)}/s"
+        low, high = _bytes(min(self.auto_rates.values())), _bytes(max(self.auto_rates.values()))
+        if low == high:
+            rates = f"{low}/s"
+        elif low.split()[-1] == high.split()[-1]:  # one unit: "2.5-10 MB/s"
+            rates = f"{low.split()[0]}-{high}/s"
+        else:
+            rates = f"{low}/s-{high}/s"
         return f"all topics, auto {rates}" + ("" if self.auto_p99 is None else f", p99 {self.auto_p99:g} ms")
 
     def _auto(self, e: ev.ThrottleAuto) -> None:

@@ -119,8 +119,7 @@ class PartitionMover:
             if run.rq.auto is not None:
                 from migrate.runner.throttle.auto import AutoRunner
 
-                self.auto = AutoRunner(run, run.rq.auto)
-                self.auto.begin(run.book.read())
+                self.auto = AutoRunner(run, run.rq.auto)  # begins at its first tick with a move to make
             while True:
                 self._loop()
                 if run.halted or not self.preparation.discover():

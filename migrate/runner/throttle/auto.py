@@ -3,8 +3,8 @@ decisions applied to the run (rates changed mid-run, moves in flight capped per 
 
 How one run drives it (:class:`AutoRunner`, called from :mod:`migrate.runner.partitions.run`):
 
-1. :meth:`AutoRunner.begin`, after the bookkeeping topic and the stale throttles are dealt with and
-   before the first move: the canary starts on its own topic (acks=all, one partition led by each
+1. :meth:`AutoRunner.begin`, at the first look with a move to make (after the bookkeeping topic and the
+   stale throttles are dealt with, before the first move is submitted): the canary starts on its own topic (acks=all, one partition led by each
    live broker, so the brokers being emptied and filled lead some), warms up ``warmup_s``, runs
    ``baseline_s`` at rest, and the p99 of those acks is the baseline (a resumed run, whose moves
    are in flight, takes the baseline its decisions recorded instead); the controller starts (or, with ``throttle-auto`` records of this
@@ -114,8 +114,13 @@ class AutoRunner:
 
     # ------------------------------------------------------------------- tick
     def tick(self, now: float, described) -> None:
-        """One look of the loop: a step of the controller every ``window_s``."""
-        if self.controller is None or now - self.last_window_s < self.auto.window_s:
+        """One look of the loop: a step of the controller every ``window_s``; the first look with a move to
+        make begins (a run with nothing to move measures nothing and starts no canary)."""
+        if self.controller is None:
+            if self._brokers():
+                self.begin(self.run.book.read())
+            return
+        if now - self.last_window_s < self.auto.window_s:
             return
         self.last_window_s = now
         if self.auto.canary_report is not None:  # the operator's canary: its report, read every window

@@ -177,7 +177,7 @@ def test_the_overall_bar_shows_the_auto_rates_in_force_and_the_last_p99():
         render(_auto(1, 5_000_000, 10_000_000, "within budget: +5 MB/s"))
         assert bar() == "all topics, auto 10 MB/s, p99 14 ms"
         render(_auto(2, 5_000_000, 2_000_000, "stall on broker 2's partitions: x0.5"))
-        assert bar() == "all topics, auto 2 MB/s-10 MB/s, p99 14 ms"
+        assert bar() == "all topics, auto 2-10 MB/s, p99 14 ms"
         render.close()
 
 
