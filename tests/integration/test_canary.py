@@ -146,7 +146,11 @@ def test_in_the_background_lines_while_running_a_broker_restart_and_sigterm_give
         bookkeeping_records(book, "ended")
         os.kill(pid, signal.SIGINT)  # ignored, by the shell's rule for `&`: the canary goes on
         wait_for_lines(log, seen + 4, pid)
-        assert not report_file.exists()
+        # while it runs, --report holds the figures so far and the live section, rewritten every second
+        live = json.loads(report_file.read_text())
+        assert live["final"] is False and live["live"]["version"] == 1 and live["live"]["buckets"], live.keys()
+        assert time.time() - live["live"]["written_unix"] < 10, live["live"]["written_unix"]
+        assert sum(b[0] for b in live["live"]["buckets"]) > 0  # acknowledgements in the recent buckets
         os.kill(pid, signal.SIGTERM)
 
     rc = run_in_background(command, log, err, while_running)

@@ -46,13 +46,13 @@ SANDBOX = dict(zookeeper_ids=(1, 2, 3), broker_ids=OLD, spare_broker_ids=NEW)
 RECORDS = 12_000  # of 1000 bytes: 12 MB, about 12 s at 1 MB/s
 
 
-def _slow_topics(cluster, prefix: str, count: int) -> list[str]:
-    """``count`` one-partition topics, each on its own old broker, 12 MB each."""
+def _slow_topics(cluster, prefix: str, count: int, records: int = RECORDS) -> list[str]:
+    """``count`` one-partition topics, each on its own old broker, ``records`` KB each (12 MB)."""
     names = []
     for i in range(count):
         name = f"{prefix}-{i}"
         create_topic(cluster, name, [[OLD[i % len(OLD)]]])
-        produce(cluster, name, RECORDS, size=1000)
+        produce(cluster, name, records, size=1000)
         names.append(name)
     return names
 
@@ -168,7 +168,9 @@ def test_status_names_the_same_migration_from_the_playbook_and_from_the_plan(clu
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["sigint", "sigterm"])
 def test_a_signal_keeps_the_throttles_of_moves_in_flight_and_resume_finishes(cluster, signum, code):
     prefix = f"sig{int(signum)}"
-    names = _slow_topics(cluster, prefix, 2)
+    # 18 MB a move (18 s at 1 MB/s): the moves must outlast the exit, the drain and a status command under load
+    # (12 MB finished before the status command in a full run)
+    names = _slow_topics(cluster, prefix, 2, records=18_000)
     proc, seen = _start(cluster, prefix)
     wait_for(lambda: _moving(cluster, prefix), what=f"a move of {prefix}-* in flight on the cluster", timeout_s=60,
              interval_s=0.2)
