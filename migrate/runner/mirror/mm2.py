@@ -187,9 +187,8 @@ class MirrorMaker2(Engine):
         src, tgt = mirror.clusters.source, mirror.clusters.target
         # MirrorMaker's own offsets first: an exactly-once copy's are safe lower bounds of the copies, from
         # which content is read (content_facts: the timestamp bound is loose behind commit markers)
-        safe: dict[tuple[str, TP], int] = {(t.group, t.key): t.offset
-                                           for t in _translate_once(mirror.clusters, topics, groups, committed)
-                                           if t.offset is not None}
+        first = _translate_once(mirror.clusters, topics, groups, committed)
+        safe: dict[tuple[str, TP], int] = {(t.group, t.key): t.offset for t in first if t.offset is not None}
         content: dict[tuple[str, str, int], PartitionTranslation] = {}
 
         def facts_of(group: str) -> dict:  # each group's reads wait on the network: the groups read together
@@ -201,9 +200,11 @@ class MirrorMaker2(Engine):
                 content.update({(group, *tp): translate_partition(group, *tp, f) for tp, f in facts.items()})
         latest: list[list[Translation]] = [[]]
 
+        unread = [first]  # the first look reuses MirrorMaker's offsets read above; later ones read them again
+
         def exact() -> bool:
-            latest[0] = [exact_offset(t, content.get((t.group, *t.key)))
-                         for t in _translate_once(mirror.clusters, topics, groups, committed)]
+            mm = unread.pop() if unread else _translate_once(mirror.clusters, topics, groups, committed)
+            latest[0] = [exact_offset(t, content.get((t.group, *t.key))) for t in mm]
             return all(t.how in ("content", "end", "log-start")
                        or (t.checkpoint is not None and t.checkpoint[0] == t.source_committed) for t in latest[0])
 
