@@ -264,7 +264,11 @@ def _render(result) -> None:
                    "already-committed": "found committed"}.get(step.answer, step.answer)
             console.print(f"  {step.description}: {how} ({step.seconds:.1f} s)", markup=False)
         if result.write_stall_ms is not None:
-            console.print(f"  write stall: {result.write_stall_ms:.0f} ms (longest time a write could not be committed)")
+            console.print(f"  write stall: {result.write_stall_ms:.0f} ms (longest time a write could not be committed, "
+                          "on a server that stays)")
+        if result.leaving_write_stall_ms is not None:
+            console.print(f"  a client of a leaving server waited {result.leaving_write_stall_ms:.0f} ms (until that "
+                          "server dropped it and it wrote through another)")
         c = result.checks
         console.print(
             f"  checks: leader {c.get('leader')} among the new voters, voters in sync {c.get('voters_in_sync')}, "

@@ -350,9 +350,10 @@ class Demo:
              "--output", "json"],
             "kmigrate zookeeper", self.kills.get("zookeeper", []), self.report, self.progress, env=self._env())
         self.report.zookeeper = doc
-        stall = doc.get("write_stall_ms")
+        stall, leaving = doc.get("write_stall_ms"), doc.get("leaving_write_stall_ms")
         return f"{doc.get('status')}: voters now {doc.get('voters_after')}" + (
-            f"; longest ZooKeeper write stall {stall:.0f} ms" if stall is not None else "")
+            f"; longest ZooKeeper write stall {stall:.0f} ms" if stall is not None else "") + (
+            f" ({leaving:.0f} ms for a client of a leaving server)" if leaving is not None else "")
 
     def migrate_partitions(self) -> str:
         doc = run_with_kills(

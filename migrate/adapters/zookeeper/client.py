@@ -57,6 +57,10 @@ READ_RETRY = dict(
     reraise=True,
 )
 SESSION_RETRY = {"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 1.0}
+PROBE_RETRY = {"max_tries": -1, "delay": 0.02, "backoff": 1.0, "max_jitter": 0.0, "max_delay": 0.02}
+"""The write probe's reconnection: a pass over every server each 20 ms, its write interval. With the session's own
+(0.1 s, then 1.5x more each time, +-40 % jitter) the probe came back up to a few hundred ms after the ensemble
+could commit again, and measured kazoo's backoff as part of the stall."""
 
 
 class Unreachable(BadInput):
@@ -167,7 +171,8 @@ def leader_mntr(address: str, timeout_s: float = 2.0, tls: ZkTls | None = None) 
 class ZooKeeper:
     """One kazoo session on an ensemble (the connect string without chroot)."""
 
-    def __init__(self, hosts: str, auth: list[tuple[str, str]] | None = None, timeout_s: float = 15.0):
+    def __init__(self, hosts: str, auth: list[tuple[str, str]] | None = None, timeout_s: float = 15.0,
+                 connection_retry: dict | None = None):
         self.hosts = hosts
         self.auth = auth or []
         self.timeout_s = timeout_s
@@ -186,15 +191,16 @@ class ZooKeeper:
             verify_certs=True,
             check_hostname=bool(tls and tls.check_hostname),
             **pem,
-            connection_retry=KazooRetry(**SESSION_RETRY),
+            connection_retry=KazooRetry(**(connection_retry or SESSION_RETRY)),
             command_retry=KazooRetry(max_tries=3, delay=0.2),
             logger=logging.getLogger("kmigrate.kazoo"),
         )
 
     @classmethod
-    def connect(cls, hosts: str, auth: list[tuple[str, str]] | None = None, timeout_s: float = 15.0) -> "ZooKeeper":
+    def connect(cls, hosts: str, auth: list[tuple[str, str]] | None = None, timeout_s: float = 15.0,
+                connection_retry: dict | None = None) -> "ZooKeeper":
         """Open a session or raise BadInput naming the servers (and the auth when it was refused)."""
-        zk = cls(hosts, auth, timeout_s)
+        zk = cls(hosts, auth, timeout_s, connection_retry)
         try:
             with warnings.catch_warnings():  # kazoo's UserWarning about a chroot not created yet (the brokers
                 warnings.filterwarnings("ignore", "No chroot path exists", UserWarning)  # make it) on the terminal
@@ -480,13 +486,16 @@ class WriteProbe:
     """A small writer loop on its own session: one ``set`` every ``interval_s``, timing the gaps between commits.
 
     The session knows every server (old and new), so it fails over as servers leave; a write not
-    answered within ``write_timeout_s`` makes it drop the connection and go to another server. The
-    longest gap between two committed writes (or from the last one to the stop) is the write stall.
+    answered within ``write_timeout_s`` makes it drop the connection and go to another server, and a
+    lost connection is retried on every server each 20 ms (:data:`PROBE_RETRY`), so the figure is the
+    ensemble's and not a client's backoff. The longest gap between two committed writes (or from the
+    last one to the stop) is the write stall.
     """
 
     def __init__(self, addresses: list[str], auth: list[tuple[str, str]] | None, path: str, interval_s: float = 0.02,
-                 write_timeout_s: float = 2.0):
+                 write_timeout_s: float = 2.0, failover: list[str] | None = None):
         self.addresses = addresses
+        self.failover = failover  # connected to one of addresses first, then these for every reconnection
         self.auth = auth
         self.path = path
         self.interval_s = interval_s
@@ -497,8 +506,10 @@ class WriteProbe:
         self._zk: ZooKeeper | None = None
         self._t0 = 0.0
 
-    def start(self) -> None:
-        self._zk = ZooKeeper.connect(",".join(self.addresses), self.auth)
+    def start(self, timeout_s: float = 15.0) -> None:
+        self._zk = ZooKeeper.connect(",".join(self.addresses), self.auth, timeout_s, connection_retry=PROBE_RETRY)
+        if self.failover:
+            self._zk._zk.set_hosts(",".join(self.failover))  # the connection stays; the next one may go anywhere
         self._zk.write(self.path, b"0")
         self._t0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="kmigrate-write-probe", daemon=True)

@@ -166,8 +166,11 @@ class ZooKeeperChange(EnsembleChecks):
         sentinel_path = zka.new_marker("sentinel")
         sentinel = uuid.uuid4().hex.encode()
         zk.write(sentinel_path, sentinel)
-        probe = zka.WriteProbe(self._addresses(committed.servers + target.servers), self.auth, zka.new_marker("write-probe"))
+        # Two writers: one on the servers that stay (the ensemble's stall: no leader, no quorum), one on the servers
+        # that leave, which also waits for its server to drop it at the change (what each broker connected there sees)
+        probe = zka.WriteProbe(self._addresses(target.voters), self.auth, zka.new_marker("write-probe"))
         probe.start()
+        leaving = self._leaving_probe(committed, target, removed)
         self._wait_writes(probe, 10, timeout_s=10)  # a baseline of committed writes before the change
         try:
             if self.req.step_by_step:
@@ -185,13 +188,34 @@ class ZooKeeperChange(EnsembleChecks):
         except BadInput:
             # ZooKeeper refused the change (nothing applied): leave no marker behind
             probe.stop()
+            if leaving is not None:
+                leaving.stop()
             self._remove_marker(self._addresses(committed.servers), sentinel_path)
             raise
         finally:
             stall = probe.stop()
+            left = leaving.stop() if leaving is not None else None
         result.write_stall_ms = stall.longest_stall_ms
         result.write_probe = asdict(stall)
+        if left is not None:
+            result.leaving_write_stall_ms = left.longest_stall_ms
+            result.leaving_write_probe = asdict(left)
         return sentinel_path, sentinel
+
+    def _leaving_probe(self, committed: DynamicConfig, target: DynamicConfig,
+                       removed: list[int]) -> zka.WriteProbe | None:
+        """A writer connected to a server that leaves (None when none leaves or none of them answers): its session
+        then knows every server, to reconnect when the leaving one drops it."""
+        gone = [s for s in committed.servers if s.id in removed]
+        if not gone:
+            return None
+        probe = zka.WriteProbe(self._addresses(gone), self.auth, zka.new_marker("write-probe-leaving"),
+                               failover=self._addresses(committed.servers + target.servers))
+        try:
+            probe.start(timeout_s=5.0)
+        except BadInput:  # the leaving servers are down already: no client is left on them
+            return None
+        return probe
 
     def _wait_writes(self, probe: zka.WriteProbe, count: int, timeout_s: float) -> bool:
         """Wait until ``count`` more writes have been committed (a baseline before the change, a

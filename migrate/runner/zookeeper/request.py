@@ -67,6 +67,9 @@ class ZooKeeperResult:
     joiners: dict[str, str] = field(default_factory=dict)  # id -> ready | reason
     write_stall_ms: float | None = None
     write_probe: dict[str, Any] | None = None
+    # a client of a server that leaves: its writes wait until that server drops it and it reconnects elsewhere
+    leaving_write_stall_ms: float | None = None
+    leaving_write_probe: dict[str, Any] | None = None
     checks: dict[str, Any] = field(default_factory=dict)
     next_steps: list[str] = field(default_factory=list)
     decommission: list[str] = field(default_factory=list)

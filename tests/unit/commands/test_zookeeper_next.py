@@ -50,3 +50,15 @@ def test_force_a_check_needed_is_kept_with_the_reason(monkeypatch, capsys):
 def test_a_password_is_not_echoed(monkeypatch, capsys):
     out = run(monkeypatch, capsys, [], *ARGS, "--zk-auth", "super:s3cret", "--dry-run")
     assert "--zk-auth super:PASSWORD" in out and "s3cret" not in out
+
+
+def test_a_done_swap_prints_the_stall_where_servers_stay_and_what_a_leaving_servers_client_waited(monkeypatch, capsys):
+    done = dry_run([])
+    done.status, done.version_after, done.write_stall_ms, done.leaving_write_stall_ms = "reconfigured", "1000002f8", 176.4, 899.8
+    monkeypatch.setattr(runner, "run_zookeeper_change", lambda request, progress=None: done)
+    with pytest.raises(SystemExit) as exit_:
+        main(["zookeeper", *ARGS])
+    assert exit_.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "write stall: 176 ms (longest time a write could not be committed, on a server that stays)" in out
+    assert "a client of a leaving server waited 900 ms (until that server dropped it and it wrote through another)" in out
