@@ -6,6 +6,8 @@
 * :func:`health_from_partitions`: the partitions the run describes anyway, those *not being moved*
   -> the rails of :class:`~.signals.Health` (under min ISR; followers out of the ISR);
 * :func:`window_from_live`: an operator's canary report read back -> the same window, without leaders;
+* :func:`copy_rates`: two looks at the replicas' sizes -> the bounds of :class:`~.signals.Health` (the
+  inflow into the partitions each broker copies, the rate its copies achieved);
 * :func:`broker_limits`: the moves in flight the controller allows per broker, within the
   operator's cap, as :attr:`migrate.core.partitions.scheduler.Caps.broker_limits`.
 """
@@ -117,3 +119,42 @@ def window_from_live(at_s: float, live: LiveSignal | None, now_unix: float, wind
     if not f.acks or f.p99_ms is None:
         return LatencyWindow.silent(at_s)
     return LatencyWindow(at_s, f.p99_ms / 1000.0, f.acks, stall_s=f.stall_s)
+
+
+ReplicaKey = tuple[str, int, int]
+
+
+def copy_rates(before: Mapping[ReplicaKey, int], after: Mapping[ReplicaKey, int], seconds: float,
+               moves: Iterable[tuple[str, int, tuple[int, ...], tuple[int, ...]]]) -> tuple[dict[int, int], dict[int, int]]:
+    """(inflow, copied) per broker taking a copy, in bytes/s, from two looks at replica sizes ``seconds`` apart
+    (``(topic, partition, broker) -> bytes``). ``moves``: (topic, partition, current replicas, replicas being
+    added). A broker's *copied* rate is what its added replicas grew by; its *inflow* is what the partitions it
+    copies grew by on their current replicas (the largest growth among them: the leader's, or an in-sync
+    follower's), the data the copy must also take. A replica missing from either look (its broker did not
+    answer, the move began or ended between them) counts for nothing; a shrinking one (retention) as 0.
+
+    >>> before = {("t", 0, 1): 1000, ("t", 0, 4): 0, ("t", 1, 2): 500, ("t", 1, 4): 100}
+    >>> after = {("t", 0, 1): 1500, ("t", 0, 4): 800, ("t", 1, 2): 400, ("t", 1, 4): 300}
+    >>> copy_rates(before, after, 2.0, [("t", 0, (1,), (4,)), ("t", 1, (2,), (4,))])
+    ({4: 250}, {4: 500})
+    >>> copy_rates(before, after, 0.0, [("t", 0, (1,), (4,))])
+    ({}, {})
+    """
+    inflow: dict[int, float] = {}
+    copied: dict[int, float] = {}
+    if seconds <= 0:
+        return {}, {}
+
+    def grew(key: ReplicaKey) -> float | None:
+        a, b = before.get(key), after.get(key)
+        return None if a is None or b is None else max(0, b - a) / seconds
+
+    for topic, partition, current, adding in moves:
+        growths = [g for g in (grew((topic, partition, c)) for c in current) if g is not None]
+        for b in adding:
+            g = grew((topic, partition, b))
+            if g is None:
+                continue
+            copied[b] = copied.get(b, 0.0) + g
+            inflow[b] = inflow.get(b, 0.0) + (max(growths) if growths else 0.0)
+    return {b: round(v) for b, v in inflow.items()}, {b: round(v) for b, v in copied.items()}

@@ -120,8 +120,11 @@ class Observation:
             for b in m.adding:
                 brokers.add(b)
                 watched.append((t, p, b))
+            if rq.auto is not None:  # the current replicas too: the inflow the copies must also take
+                brokers.update(m.current)
         sizes = run.admin.replica_sizes(sorted(b for b in brokers if b in run.view.live), wanted)
         run.watch.sizes.update(sizes)
+        run.watch.looks = (*run.watch.looks[-1:], (now, sizes))
         run.watch.progress = {**{k: v for k, v in run.watch.progress.items() if k not in set(watched)},
                               **observe_progress(run.watch.progress, sizes, watched, now)}
         stalled = [k for k in stalled_replicas({k: run.watch.progress[k] for k in watched}, now, rq.stall_timeout_s)]

@@ -91,6 +91,8 @@ class CopyWatch:
     reported_stalls: set[ReplicaKey] = field(default_factory=set)
     measured_at: float = float("-inf")
     rate: Rate = field(default_factory=Rate)
+    # the last two looks at the sizes, (when, sizes): the auto throttle's copy and inflow rates
+    looks: tuple[tuple[float, dict[ReplicaKey, int]], ...] = ()
 
 
 @dataclass

@@ -40,7 +40,7 @@ from migrate.core.throttle.controller import Controller
 from migrate.core.throttle.decisions import Decision
 from migrate.core.throttle.options import AutoThrottle
 from migrate.core.report.live import LiveSignal
-from migrate.core.throttle.readings import (STALE_AFTER_S, broker_limits, health_from_partitions, window_from_acks,
+from migrate.core.throttle.readings import (STALE_AFTER_S, broker_limits, copy_rates, health_from_partitions, window_from_acks,
                                             window_from_live)
 from migrate.core.throttle.signals import Baseline, LatencyWindow, ms
 from migrate.core.units import format_rate
@@ -214,7 +214,18 @@ class AutoRunner:
             disk = run.admin.free_disk(self._brokers())
         except Exception:  # noqa: BLE001 - no totals this time: the disk rail waits for the next window
             disk = {}
-        return replace(health, free_disk_ratio=disk)
+        inflow, copied = self._copy_rates()
+        return replace(health, free_disk_ratio=disk, inflow_bytes_per_s=inflow, copied_bytes_per_s=copied)
+
+    def _copy_rates(self) -> tuple[dict[int, int], dict[int, int]]:
+        """The inflow into the partitions each broker copies and the rate its copies achieved, from the run's last
+        two looks at the replicas' sizes; none when the latest is older than a window (no fresh figure)."""
+        looks = self.run.watch.looks
+        if len(looks) < 2 or self.run.clock.now() - looks[-1][0] > 2 * self.auto.window_s:
+            return {}, {}
+        (t0, before), (t1, after) = looks[-2], looks[-1]
+        moves = [(m.key[0], m.key[1], tuple(m.current), tuple(m.adding)) for m in self.run.tasks.flying()]
+        return copy_rates(before, after, t1 - t0, moves)
 
     def _apply(self, decisions: list[Decision]) -> None:
         """Record each decision, then change the rates, then cap the moves; emit each one."""

@@ -1,5 +1,6 @@
 """From what a partitions run reads to the controller's inputs (core/throttle/readings.py)."""
 
+from migrate.core.throttle.readings import copy_rates
 from migrate.core.throttle.readings import broker_limits, health_from_partitions, window_from_acks
 
 
@@ -40,3 +41,24 @@ def test_health_skips_partitions_being_moved_and_caps_min_isr_at_the_replicas():
 
 def test_broker_limits_within_the_operators_cap():
     assert broker_limits({4: 1, 5: 12, 6: 0}, 5) == ((4, 1), (5, 5), (6, 1))
+
+
+# ------------------------------------------------------------------ copy_rates
+def test_copy_rates_sum_each_brokers_added_replicas_and_the_inflow_of_what_it_copies():
+    before = {("a", 0, 1): 10_000, ("a", 0, 2): 9_000, ("a", 0, 4): 0,
+              ("b", 3, 2): 5_000, ("b", 3, 4): 1_000, ("b", 3, 5): 0}
+    after = {("a", 0, 1): 12_000, ("a", 0, 2): 11_500, ("a", 0, 4): 4_000,
+             ("b", 3, 2): 6_000, ("b", 3, 4): 3_000, ("b", 3, 5): 2_000}
+    moves = [("a", 0, (1, 2), (4,)), ("b", 3, (2,), (4, 5))]
+    inflow, copied = copy_rates(before, after, 4.0, moves)
+    # a-0 grew 2,500 on its fastest current replica, b-3 1,000: over 4 s
+    assert inflow == {4: round((2_500 + 1_000) / 4), 5: 250}
+    assert copied == {4: round((4_000 + 2_000) / 4), 5: 500}
+
+
+def test_copy_rates_leave_out_what_one_look_missed_and_count_a_shrink_as_nothing():
+    before = {("a", 0, 1): 10_000, ("a", 0, 4): 500}
+    after = {("a", 0, 1): 8_000, ("a", 0, 4): 400, ("a", 1, 5): 700}  # retention; a-1 began between the looks
+    inflow, copied = copy_rates(before, after, 2.0, [("a", 0, (1,), (4,)), ("a", 1, (2,), (5,))])
+    assert inflow == {4: 0} and copied == {4: 0}
+    assert copy_rates(before, after, -1.0, [("a", 0, (1,), (4,))]) == ({}, {})
