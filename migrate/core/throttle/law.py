@@ -18,7 +18,8 @@ baseline + budget, the rails) and returns its next state and why. First rule tha
 6. **Throttle not binding** (the copy achieved less than ``not_binding_ratio`` of the rate) -> hold
    the rate, one more move.
 7. **Within budget** -> slow start (x ``growth`` until the first breach, ``ssthresh`` or the
-   maximum), then additive increase (+ ``increase_bytes_per_s``); one more move every
+   maximum), then additive increase (+ ``increase_fraction`` of the rate at which the budget was last left,
+   between the minimum throttle and ``increase_bytes_per_s``: :func:`additive_step`); one more move every
    ``increases_per_move`` such steps.
 
 The rate never leaves [floor, ``max_rate``], the floor being ``min_rate`` or ``inflow_factor`` times
@@ -53,6 +54,7 @@ class Settings:
     max_rate: int = 1000 * MB
     growth: float = 2.0
     increase_bytes_per_s: int = 5 * MB
+    increase_fraction: float = 0.10
     decrease: float = 0.5
     change_threshold: float = 0.10
     interval_s: float = 10.0
@@ -76,8 +78,10 @@ class Settings:
         if not self.min_rate <= self.start_rate <= self.max_rate:
             fail(f"the starting rate {format_rate(self.start_rate)} is not between the minimum "
                  f"{format_rate(self.min_rate)} and the maximum {format_rate(self.max_rate)}")
-        if self.growth <= 1 or not 0 < self.decrease < 1 or self.increase_bytes_per_s <= 0:
-            fail("slow start must grow (growth > 1), the decrease shrink (between 0 and 1), the increase be > 0")
+        if (self.growth <= 1 or not 0 < self.decrease < 1 or self.increase_bytes_per_s <= 0
+                or not 0 < self.increase_fraction <= 1):
+            fail("slow start must grow (growth > 1), the decrease shrink (between 0 and 1), the increase be > 0 "
+                 "(its fraction in (0, 1])")
         if not 0 <= self.change_threshold < 1 or self.interval_s < 0 or self.signal_timeout_s <= 0:
             fail("the change threshold must be in [0, 1), the interval >= 0 and the signal timeout > 0")
         if not 1 <= self.min_moves <= self.start_moves <= self.max_moves or self.increases_per_move < 1:
@@ -216,6 +220,28 @@ def _increase(s: BrokerState, seen: Seen, settings: Settings, why: str) -> tuple
         mode = AVOIDANCE if rate >= cap else SLOW_START
         state = replace(s, rate=rate, moves=moves, mode=mode, changed_s=seen.now_s, increases=increases)
         return state, f"slow-start, {why}: x{settings.growth:g}{more}"
-    rate = min(settings.max_rate, s.rate + settings.increase_bytes_per_s)
+    rate = min(settings.max_rate, s.rate + additive_step(s, settings))
     state = replace(s, rate=rate, moves=moves, changed_s=seen.now_s, increases=increases)
     return state, f"{why}: +{format_rate(rate - s.rate)}{more}"
+
+
+def additive_step(s: BrokerState, settings: Settings) -> int:
+    """The additive increase of a broker in avoidance: ``increase_fraction`` of the rate at which it last left the
+    budget (``ssthresh / decrease``), between the minimum throttle and ``increase_bytes_per_s``. A broker that
+    leaves the budget at 9 MB/s climbs back by 1 MB/s a step, not by 5 (which took it from 4.5 past 9 in one step,
+    over the budget every other window); one that left it at 50 MB/s or more, by the full step.
+
+    >>> st = Settings()
+    >>> additive_step(BrokerState(4_500_000, 4_500_000, 1, AVOIDANCE, ssthresh=4_500_000), st)
+    1000000
+    >>> additive_step(BrokerState(50 * MB, 50 * MB, 1, AVOIDANCE, ssthresh=50 * MB), st)
+    5000000
+    >>> additive_step(BrokerState(12 * MB, 12 * MB, 1, AVOIDANCE, ssthresh=12 * MB), st)
+    2400000
+    >>> additive_step(BrokerState(10 * MB, 10 * MB, 1, AVOIDANCE), st)  # no breach yet: the full step
+    5000000
+    """
+    if s.ssthresh is None:
+        return settings.increase_bytes_per_s
+    left_at = s.ssthresh / settings.decrease
+    return int(min(settings.increase_bytes_per_s, max(MIN_THROTTLE_BYTES_PER_S, left_at * settings.increase_fraction)))

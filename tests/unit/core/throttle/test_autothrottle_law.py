@@ -89,8 +89,8 @@ def test_raises_wait_an_interval_lowering_waits_only_after_lowering():
     [d] = step(c, 25, p99=OVER)
     assert d.new_rate == 5 * MB
     assert step(c, 30) == []
-    [d] = step(c, 35)
-    assert d.new_rate == 10 * MB
+    [d] = step(c, 35)  # it left the budget at 10 MB/s: a tenth of that a step
+    assert d.new_rate == 6 * MB and d.reason == "within budget (p99 30 ms of 70 ms): +1 MB/s"
 
 
 def test_moves_follow_the_rate():
@@ -185,7 +185,7 @@ def test_under_min_isr_halves_at_once_and_stops_raising():
     [d, _] = step(c, 28, health=Health(under_min_isr=("t-3", "u-0")), brokers=(1, 2))  # lasts an interval
     assert d.new_rate == 2_500_000
     [d, _] = step(c, 38, brokers=(1, 2))  # gone: raising again
-    assert d.new_rate == 7_500_000 and d.mode == AVOIDANCE
+    assert d.new_rate == 3_500_000 and d.mode == AVOIDANCE  # lowered from 5 MB/s: +1 MB/s (the minimum step)
 
 
 def test_low_disk_on_a_target_holds_that_broker_only():
@@ -281,7 +281,8 @@ def test_resume_continues_at_the_last_recorded_rate():
     assert ds[2].reason == "joins at 22.5 MB/s, the lowest rate in force"
     assert c.step(1005.0, window(1005.0), Health(), [1, 2]) == []  # an interval after the resume first
     ds = c.step(1010.0, window(1010.0), Health(), [1, 2])
-    assert [d.new_rate for d in ds] == [27_500_000, 50 * MB]  # additive, not slow start from 10 MB/s
+    # additive, not slow start from 10 MB/s: broker 1 left the budget at 45 MB/s (+4.5), broker 2 at 90 or more (+5)
+    assert [d.new_rate for d in ds] == [27 * MB, 50 * MB]
 
 
 def test_resume_after_a_fail_safe_slow_starts_to_where_it_was():
@@ -315,3 +316,16 @@ def test_under_min_isr_acts_without_a_latency_signal_but_the_fail_safe_comes_fir
     [d] = c.step(22, None, Health(under_min_isr=("t-3",)), [1])  # 12 s without a window: the fail-safe
     assert d.new_rate == 1 * MB and d.reason.startswith("signal lost")
     assert c.step(40, None, Health(under_min_isr=("t-3", "u-1")), [1]) == []  # held at the minimum
+
+
+def test_the_additive_step_is_a_tenth_of_where_the_budget_was_left_between_1_and_5_mb_s():
+    c = started(start_rate=8 * MB)
+    [d] = step(c, 10, p99=OVER)  # left at 8 MB/s: 4 MB/s, then +1 MB/s a step (a tenth of 8, at least 1)
+    assert d.new_rate == 4 * MB
+    assert [step(c, t)[0].new_rate for t in (20, 30, 40)] == [5 * MB, 6 * MB, 7 * MB]
+    [d] = step(c, 45, p99=OVER)  # left at 7 MB/s: 3.5, +1 a step
+    assert d.new_rate == 3_500_000 and step(c, 55)[0].new_rate == 4_500_000
+    big = started(start_rate=200 * MB, max_rate=400 * MB)
+    step(big, 10, p99=OVER)  # left at 200 MB/s: 100, the full +5 MB/s a step
+    step(big, 20)
+    assert big.states[1].rate == 105 * MB  # the law's rate (within the change threshold: not written yet)
