@@ -142,7 +142,9 @@ def _throttle_words(e: ev.Start) -> str:
     auto = e.throttle_auto
     if not isinstance(auto, dict):
         return f"throttle {_bytes(e.throttle_bytes_per_s)}/s per broker"
-    whose = f"your canary's ({auto['canary_report']})" if auto.get("canary_report") else "the canary's"
+    from migrate.core.throttle.options import whose_canary
+
+    whose = whose_canary(auto.get("canary_report"))
     return (f"throttle auto per broker: {whose} p99 may rise {auto['latency_budget_ms']:g} ms above its p99 at rest; "
             f"from {_bytes(auto['start_rate_bytes_per_s'])}/s, between {_bytes(auto['min_rate_bytes_per_s'])}/s and "
             f"{_bytes(auto['max_rate_bytes_per_s'])}/s")

@@ -34,6 +34,15 @@ class AutoThrottle:
     canary_report: str | None = None  # --canary-report FILE: steer on the operator's running canary, start none
 
 
+def whose_canary(canary_report: str | None) -> str:
+    """Whose canary the auto throttle steers on, for its messages.
+
+    >>> whose_canary(None), whose_canary("canary.json")
+    ("the canary's", "your canary's (canary.json)")
+    """
+    return f"your canary's ({canary_report})" if canary_report else "the canary's"
+
+
 def auto_throttle(throttle: str | None, latency_budget: str | None, playbook_throttle: str | None = None,
                   playbook_budget: str | None = None) -> AutoThrottle | None:
     """``--throttle`` / ``--latency-budget`` (else the playbook's ``migration.throttle`` and

@@ -38,7 +38,7 @@ from migrate.core.ledger import Ledger, make_record
 from migrate.core.partitions.tasks import PartitionState
 from migrate.core.throttle.controller import Controller
 from migrate.core.throttle.decisions import Decision
-from migrate.core.throttle.options import AutoThrottle
+from migrate.core.throttle.options import AutoThrottle, whose_canary
 from migrate.core.report.live import LiveSignal
 from migrate.core.throttle.readings import (STALE_AFTER_S, broker_limits, copy_rates, health_from_partitions, window_from_acks,
                                             window_from_live)
@@ -81,7 +81,7 @@ class AutoRunner:
                 self.canary.ledger.tap = []
             run.clock.sleep(auto.warmup_s)
             self._take()  # the first sends waited for the topic and its leaders: not the cluster at rest
-        whose = "the canary's" if auto.canary_report is None else f"your canary's ({auto.canary_report})"
+        whose = whose_canary(auto.canary_report)
         if kept:  # resumed with moves in flight: no rest to measure; the first run measured it
             now = run.clock.now()
             baseline = Baseline(float(kept[0]), 0, now)
