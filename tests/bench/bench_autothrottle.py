@@ -26,7 +26,10 @@ and max during the move, within the limit or not; then kmigrate's time against t
 tool's (target at most 0.7x at a p99 within the same budget) and against the unthrottled move
 (target at most 1.2x when the budget allows it). Run alone on a quiet machine::
 
-    python tests/bench/bench_autothrottle.py [--data-mb 1500] [--budget 50] [--grid 5 10 20 50 100]
+    python tests/bench/bench_autothrottle.py [--data-mb 1500] [--budget 50] [--grid 5 10 20 50 100] [--canary-rate N]
+
+``--canary-rate N``: kmigrate steers on an operator's canary (``kmigrate canary --rate N --report FILE``,
+started before the first stock move, read with ``--canary-report``) instead of its own 50 records/s one.
 """
 
 from __future__ import annotations
@@ -201,11 +204,12 @@ def stock_move(sb, bs: str, layout: dict[str, list[list[int]]], mapping: dict[in
     return elapsed
 
 
-def kmigrate_move(bs: str, budget_ms: int) -> tuple[float, list[dict]]:
+def kmigrate_move(bs: str, budget_ms: int, canary_report: str | None = None) -> tuple[float, list[dict]]:
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "migrate", "partitions", "--bootstrap-server", bs,
                            "--mapping", ",".join(f"{o}:{n}" for o, n in MAPPING.items()), "--topics", "bench-data-.*",
-                           "--throttle", "auto", "--latency-budget", f"{budget_ms}ms", "-O", "json"],
+                           "--throttle", "auto", "--latency-budget", f"{budget_ms}ms", "-O", "json"]
+                          + (["--canary-report", canary_report] if canary_report else []),
                           capture_output=True, text=True, timeout=7200)
     elapsed = time.monotonic() - started
     events = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
@@ -239,6 +243,9 @@ def main() -> None:
     parser.add_argument("--quiet-rate", type=int, default=300, help="records/s of a quiet stretch")
     parser.add_argument("--stretch-s", type=int, default=15)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--canary-rate", type=float, default=None,
+                        help="steer kmigrate on an operator's `kmigrate canary --rate N --report FILE` started before "
+                             "the stock moves (--canary-report) instead of its own canary (50 records/s)")
     ns = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     spec = dict(zookeeper_ids=(1,), broker_ids=OLD, spare_broker_ids=NEW,
@@ -264,6 +271,12 @@ def main() -> None:
         print("at rest: " + ", ".join(f"{s.kind} p99 {s.p99_ms:.0f} ms" for s in rest)
               + f"; baseline (worst stretch) {base:.0f} ms, limit {limit:.0f} ms", flush=True)
 
+        canary = report = None
+        if ns.canary_rate:  # the operator's canary: running long before kmigrate's move (its baseline: the last 15 s)
+            report = str(Path(tempfile.mkdtemp()) / "canary.json")
+            canary = subprocess.Popen([sys.executable, "-m", "migrate", "canary", "--bootstrap-server", bs, "--topic",
+                                       "bench-canary", "--rate", str(ns.canary_rate), "--report", report],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         load.start()
         results: dict[str, tuple[float, float, bool]] = {}
         tuned: tuple[int, float] | None = None
@@ -285,13 +298,17 @@ def main() -> None:
             events: list[dict] = []
 
             def auto() -> float:
-                seconds, evs = kmigrate_move(bs, ns.budget)
+                seconds, evs = kmigrate_move(bs, ns.budget, report)
                 events.extend(evs)
                 return seconds
 
-            k = measured(load, f"kmigrate --throttle auto --latency-budget {ns.budget}ms", auto, limit)
+            k = measured(load, f"kmigrate --throttle auto --latency-budget {ns.budget}ms"
+                               + (f" (canary {ns.canary_rate:g}/s)" if canary else ""), auto, limit)
         finally:
             load.stop()
+            if canary is not None:
+                canary.terminate()
+                canary.wait(120)
         for failure in load.failures:
             print(f"load: {failure}")
         rates = [e["new_rate_bytes_per_s"] for e in events if e.get("event") == "throttle-auto"]
