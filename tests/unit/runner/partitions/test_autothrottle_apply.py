@@ -10,6 +10,8 @@ from migrate.core.throttle.controller import Controller
 from migrate.core.throttle.law import Settings
 from migrate.core.throttle.options import AutoThrottle
 from migrate.core.throttle.signals import Baseline, Budget, Health, LatencyWindow
+from migrate.core.partitions.moves import PartitionMove
+from migrate.runner.partitions.state import CopyWatch
 from migrate.runner.partitions.throttles import Throttles
 from migrate.runner.throttle.auto import AutoRunner
 
@@ -27,7 +29,8 @@ def _runner():
     seen = []
     throttles = Throttles(cluster, cluster, "p1", 10_000_000, seen.append, auto=True)
     run = SimpleNamespace(rq=Request("p1", Caps(per_broker=5)), throttles=throttles,
-                          emit=seen.append, tasks=PartitionTasks())
+                          emit=seen.append, tasks=PartitionTasks(), watch=CopyWatch(),
+                          clock=SimpleNamespace(now=lambda: 20.0))
     r = AutoRunner(run, AutoThrottle(Budget(0.05)))
     r.controller = Controller(Settings(), Baseline(0.02), Budget(0.05), now_s=0.0)
     return r, run, cluster, seen
@@ -91,3 +94,21 @@ def test_the_free_disk_of_the_brokers_taking_part_is_a_rail_of_each_step():
 
     run.admin = SimpleNamespace(free_disk=refused)
     assert dict(r._health({}).free_disk_ratio) == {}  # not known this time: no rail, no failure
+
+
+def test_the_copy_and_inflow_rates_come_from_the_last_two_looks_at_the_sizes():
+    """The law's bounds (copy rate, inflow) per broker taking a copy, from the run's last two looks at the replicas'
+    sizes: the added replicas' growth and the current replicas' (the producers' data the copy must also take)."""
+    r, run, _cluster, _seen = _runner()
+    run.admin = SimpleNamespace(free_disk=lambda brokers: {})
+    run.view = SimpleNamespace(min_isr={})
+    move = PartitionMove("t", 0, (1, 2), (4, 2), 1000)
+    run.tasks.plan(move)
+    run.tasks.start_moving(move)
+    assert dict(r._health({}).copied_bytes_per_s) == {}  # no two looks yet: no bound
+    run.watch.looks = ((10.0, {("t", 0, 1): 5_000, ("t", 0, 2): 5_000, ("t", 0, 4): 0}),
+                       (14.0, {("t", 0, 1): 9_000, ("t", 0, 2): 8_000, ("t", 0, 4): 12_000}))
+    health = r._health({})
+    assert dict(health.copied_bytes_per_s) == {4: 3_000} and dict(health.inflow_bytes_per_s) == {4: 1_000}
+    run.clock = SimpleNamespace(now=lambda: 40.0)  # the last look is older than two windows: no fresh figure
+    assert dict(r._health({}).copied_bytes_per_s) == {}
