@@ -155,6 +155,7 @@ def zookeeper(
     zk_jaas_file: Optional[Path] = ZK_JAAS_FILE_OPTION,
     zk_client_config_file: Optional[Path] = ZK_CLIENT_CONFIG_OPTION,
     joiner_timeout: float = typer.Option(120.0, "--joiner-timeout", help="Seconds to wait for every joiner to follow the leader and catch up."),
+    post_timeout: float = typer.Option(90.0, "--post-timeout", help="Seconds to wait after the reconfig for a leader among the new voters, and again for writes to commit."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Make the joiners voters and remove the old voters, then check the new ensemble and print what must follow."""
@@ -184,6 +185,8 @@ def zookeeper(
         raise BadInput("nothing to do: give --add (joiners that become voters) and/or --remove (ids that leave), or --playbook")
     if joiner_timeout <= 0:
         raise BadInput(f"--joiner-timeout {joiner_timeout}: give a number of seconds above 0")
+    if post_timeout <= 0:
+        raise BadInput(f"--post-timeout {post_timeout}: give a number of seconds above 0")
     request = ZooKeeperRequest(
         connect=connect,
         add=adds,
@@ -199,6 +202,7 @@ def zookeeper(
         zk_sasl=zk_jaas(zk_jaas_file),
         zk_tls=zk_client_config(zk_client_config_file),
         joiner_timeout_s=joiner_timeout,
+        post_timeout_s=post_timeout,
     )
     status_console = console if output == OutputFormat.text else err_console
     with status_console.status("kmigrate zookeeper: starting") as status:

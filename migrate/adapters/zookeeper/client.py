@@ -563,8 +563,8 @@ class WriteProbe:
             self._thread.join(timeout=90)
         self.report.duration_s = round(time.monotonic() - self._t0, 3)
         if self._zk is not None:
-            try:
-                self._zk.delete(self.path)
+            try:  # bounded: when no server it knows serves any more, kazoo would wait for one forever
+                self._zk._zk.delete_async(self.path).get(timeout=5.0)
             except Exception:
                 pass
             self._zk.close()

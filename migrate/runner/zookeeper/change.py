@@ -49,6 +49,7 @@ from migrate.core.zookeeper.config import ConfigError, DynamicConfig, Server
 from migrate.core.zookeeper.change import (
     CONFLICTING_MEMBER,
     JOINER_ID_ORDER,
+    NO_LEADER,
     NOT_IN_SYNC,
     NOT_TARGET,
     Change,
@@ -235,6 +236,8 @@ class ZooKeeperChange(EnsembleChecks):
         self.progress("checking the new ensemble")
         outcome = self._wait_outcome(target, removed, require_sync=True)
         problems = outcome_problems(outcome, target, tuple(removed))
+        if any(p.code == NO_LEADER for p in problems):  # nothing to read the sentinel from: the change is not done
+            raise StepFailed(self._not_serving(outcome.committed, target, self.req.post_timeout_s))
         with zka.ZooKeeper.connect(",".join(self._addresses(target.voters)), self.auth) as fresh:
             read_back = fresh.read(sentinel_path)
             if read_back != sentinel:
@@ -258,11 +261,19 @@ class ZooKeeperChange(EnsembleChecks):
             )
         return outcome
 
+    @staticmethod
+    def _not_serving(committed: DynamicConfig, target: DynamicConfig, waited_s: float) -> str:
+        return (f"the target config (version {committed.version_hex}) is committed but no leader among the new voters "
+                f"{list(target.voter_ids)} answers on its client port after {waited_s:.0f} s: the ensemble is not "
+                "serving; check each new server's log (a client address it could not bind, a quorum port it cannot "
+                "reach), fix it and restart it, then run the same command again; do not move the brokers to it until then")
+
     # ............................................................ already
     def _already(self, zk: zka.ZooKeeper, committed: DynamicConfig, target: DynamicConfig,
                  result: ZooKeeperResult) -> ZooKeeperResult:
         self.progress("the target config is already committed; checking the ensemble")
-        outcome = self._wait_outcome(target, result.removed, require_sync=True, timeout_s=min(30.0, self.req.post_timeout_s))
+        wait_s = min(30.0, self.req.post_timeout_s)
+        outcome = self._wait_outcome(target, result.removed, require_sync=True, timeout_s=wait_s)
         result.status = "already-committed"
         self._remove_marker(self._addresses(target.voters), None)  # left by a run that was killed
         result.committed_after = committed.render()
@@ -273,6 +284,8 @@ class ZooKeeperChange(EnsembleChecks):
             "voters_in_sync": sorted(outcome.synced_voter_ids),
         }
         problems = [p for p in outcome_problems(outcome, target, ()) if p.code != NOT_TARGET]
+        if any(p.code == NO_LEADER for p in problems):  # committed, but the new voters serve no client: not done
+            raise StepFailed(self._not_serving(committed, target, wait_s))
         result.warnings.extend(problems)
         chroot = self.chroot
         try:
