@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from migrate.core.partitions.moves import ReplicaKey
 from migrate.core.report.live import LiveSignal
 from migrate.core.throttle.signals import Health, LatencyWindow
 
@@ -119,9 +120,6 @@ def window_from_live(at_s: float, live: LiveSignal | None, now_unix: float, wind
     if not f.acks or f.p99_ms is None:
         return LatencyWindow.silent(at_s)
     return LatencyWindow(at_s, f.p99_ms / 1000.0, f.acks, stall_s=f.stall_s)
-
-
-ReplicaKey = tuple[str, int, int]
 
 
 def copy_rates(before: Mapping[ReplicaKey, int], after: Mapping[ReplicaKey, int], seconds: float,

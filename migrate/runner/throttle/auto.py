@@ -219,7 +219,7 @@ class AutoRunner:
 
     def _copy_rates(self) -> tuple[dict[int, int], dict[int, int]]:
         """The inflow into the partitions each broker copies and the rate its copies achieved, from the run's last
-        two looks at the replicas' sizes; none when the latest is older than a window (no fresh figure)."""
+        two looks at the replicas' sizes; none when the latest is older than two windows (no fresh figure)."""
         looks = self.run.watch.looks
         if len(looks) < 2 or self.run.clock.now() - looks[-1][0] > 2 * self.auto.window_s:
             return {}, {}

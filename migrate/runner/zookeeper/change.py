@@ -274,6 +274,8 @@ class ZooKeeperChange(EnsembleChecks):
         self.progress("the target config is already committed; checking the ensemble")
         wait_s = min(30.0, self.req.post_timeout_s)
         outcome = self._wait_outcome(target, result.removed, require_sync=True, timeout_s=wait_s)
+        if outcome.leader_id not in target.voter_ids:  # committed, but the new voters serve no client: not done
+            raise StepFailed(self._not_serving(committed, target, wait_s))
         result.status = "already-committed"
         self._remove_marker(self._addresses(target.voters), None)  # left by a run that was killed
         result.committed_after = committed.render()
@@ -284,8 +286,6 @@ class ZooKeeperChange(EnsembleChecks):
             "voters_in_sync": sorted(outcome.synced_voter_ids),
         }
         problems = [p for p in outcome_problems(outcome, target, ()) if p.code != NOT_TARGET]
-        if any(p.code == NO_LEADER for p in problems):  # committed, but the new voters serve no client: not done
-            raise StepFailed(self._not_serving(committed, target, wait_s))
         result.warnings.extend(problems)
         chroot = self.chroot
         try:
