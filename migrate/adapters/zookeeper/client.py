@@ -32,6 +32,7 @@ from kazoo.exceptions import (
     UnimplementedError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KeeperState
 from kazoo.retry import KazooRetry
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
@@ -195,6 +196,16 @@ class ZooKeeper:
             command_retry=KazooRetry(max_tries=3, delay=0.2),
             logger=logging.getLogger("kmigrate.kazoo"),
         )
+        # A refused SASL login drops the connection right after the session is made: kazoo goes CONNECTED,
+        # AUTH_FAILED, CLOSED, and start() may then report a plain time-out at once. Remember the refusal.
+        self.login_refused = False
+        session_callback = self._zk._session_callback
+
+        def _remember_refusal(state, _callback=session_callback):
+            if state == KeeperState.AUTH_FAILED:
+                self.login_refused = True
+            _callback(state)
+        self._zk._session_callback = _remember_refusal
 
     @classmethod
     def connect(cls, hosts: str, auth: list[tuple[str, str]] | None = None, timeout_s: float = 15.0,
@@ -207,20 +218,20 @@ class ZooKeeper:
                 zk._zk.start(timeout=timeout_s)
             if zk.auth:  # a refused login may answer the first request only: ask one now
                 zk._zk.exists("/")
-        except AuthFailedError:
+        except (AuthFailedError, KazooTimeoutError, KazooException, OSError) as exc:
             zk.close()
+            if not (isinstance(exc, AuthFailedError) or zk.login_refused):
+                raise Unreachable(
+                    f"cannot reach ZooKeeper at {hosts} within {timeout_s:.0f} s ({type(exc).__name__}): "
+                    "check --zookeeper (host:port, comma separated) and that the servers are up"
+                    + ("; TLS (--zk-client-config) needs ZooKeeper's secureClientPort and a truststore holding its "
+                       "CA" if any(isinstance(a, ZkTls) for a in zk.auth)
+                       else "; a TLS secureClientPort needs --zk-client-config")
+                ) from None
             who = "; ".join(f"SASL {a.mechanism} as {a.username}" if isinstance(a, ZkSasl) else f"{a[0]} as "
                             f"{a[1].split(':', 1)[0]}" for a in zk.auth if not isinstance(a, ZkTls))
             raise BadInput(f"ZooKeeper at {hosts} refused the login ({who}): check the username and password "
                            "of --zk-jaas-file (section Client) or --zk-auth") from None
-        except (KazooTimeoutError, KazooException, OSError) as exc:
-            zk.close()
-            raise Unreachable(
-                f"cannot reach ZooKeeper at {hosts} within {timeout_s:.0f} s ({type(exc).__name__}): "
-                "check --zookeeper (host:port, comma separated) and that the servers are up"
-                + ("; TLS (--zk-client-config) needs ZooKeeper's secureClientPort and a truststore holding its CA"
-                   if any(isinstance(a, ZkTls) for a in zk.auth) else "; a TLS secureClientPort needs --zk-client-config")
-            ) from None
         return zk
 
     def close(self) -> None:
