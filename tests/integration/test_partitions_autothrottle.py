@@ -56,7 +56,10 @@ def test_a_fixed_run_leaves_a_killed_auto_runs_canary_topic_unmoved_and_deletes_
 
 def test_the_rate_starts_rises_falls_when_a_broker_hangs_is_recorded_resumed_and_removed_at_the_end(cluster):
     create_topic(cluster, "auto-data", [[1, 2], [2, 1]])
-    produce(cluster, "auto-data", 24_000, size=1000)  # 24 MB, 12 MB a partition: about 10 s at 1 to 3 MB/s
+    # 40 MB, 20 MB a partition, each target broker copying two: 7 s at the most (3 MB/s) and 20 s at the least before
+    # its end; the kill comes after about 12 s of moving (the rise, the 5 s pause, the fall). With 24 MB a run once
+    # ended before it (a full run on a busy machine)
+    produce(cluster, "auto-data", 40_000, size=1000)
     refused = kmigrate("partitions", "--bootstrap-server", cluster.bootstrap_servers(), "--mapping", MAPPING,
                        "--latency-budget", "50ms")
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
@@ -79,7 +82,8 @@ def test_the_rate_starts_rises_falls_when_a_broker_hangs_is_recorded_resumed_and
     assert "over budget" in fell["reason"] or "stall" in fell["reason"] or "signal" in fell["reason"], fell
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    assert in_flight(cluster), "the run ended before it was killed: give it more data"
+    assert in_flight(cluster), ("the run ended before it was killed: give it more data",
+                                [(e["event"], e.get("broker"), e.get("new_rate_bytes_per_s"), e.get("reason")) for e in seen])
     # what the killed run recorded and did: each broker's last rate stands, in the brokers' configs
     # the killed run's lines, read through the same buffered reader (drain's communicate() reads the
     # pipe's descriptor and would miss the lines wait_for_event's readline already buffered)
