@@ -18,6 +18,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -62,12 +63,15 @@ class Walk:
         self.cluster, self.work = cluster, work
         self.ran: list[tuple[str, int, str]] = []  # (command, exit code, last stderr line)
         self.outputs: dict[str, str] = {}
+        self.seconds: list[float] = []  # each command's wall time, in the order of ran
 
     def run(self, argv: list[str], timeout_s: float = 1200) -> subprocess.CompletedProcess:
         if argv[0] == "kmigrate":
             argv = [sys.executable, "-m", "migrate", *argv[1:]]
+        started = time.monotonic()
         proc = subprocess.run(argv, cwd=self.work, capture_output=True, text=True, timeout=timeout_s,
                               env={k: v for k, v in os.environ.items() if k != "KMIGRATE_CRASH_AT"})
+        self.seconds.append(time.monotonic() - started)
         shown = " ".join(["kmigrate", *argv[3:]] if argv[0] == sys.executable else argv)
         self.ran.append((shown, proc.returncode, (proc.stderr.strip().splitlines() or [""])[-1]))
         self.outputs[shown] = proc.stdout
@@ -160,8 +164,8 @@ def test_every_readme_command_exits_0(walked):
     walk, _ = walked
     failed = [(cmd, rc, last) for cmd, rc, last in walk.ran if rc != 0]
     assert not failed, failed
-    for cmd, rc, _ in walk.ran:
-        print(f"exit {rc}: {cmd}")
+    for (cmd, rc, _), seconds in zip(walk.ran, walk.seconds):
+        print(f"exit {rc} after {seconds:5.1f} s: {cmd}")
     print("status says:", next(out for cmd, out in walk.outputs.items() if cmd.startswith("kmigrate status")))
     kinds = [cmd.split()[1] for cmd, _, _ in walk.ran if cmd.startswith("kmigrate ")]
     for kind in ("plan", "zookeeper", "health", "verify", "partitions", "status", "canary", "sandbox"):
