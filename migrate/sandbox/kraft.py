@@ -128,7 +128,7 @@ class KraftSandbox:
             return
         args = kc.format_command(cluster_id, str(home / "server.properties"))[1:]
         command = self.sandbox.dist.java_command("kafka.tools.StorageTool", args, [
-            "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", f"-Dlog4j.configuration=file:{home / 'log4j.properties'}"])
+            "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", f"-Dlog4j.configuration=file:{home / 'log4j.properties'}"], class_data=True)
         proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             raise StepFailed(f"kafka-storage format of {node.name} failed: {(proc.stderr or proc.stdout).strip()[-400:]}")

@@ -124,7 +124,7 @@ class KraftCluster:
             args += [arg for value in scram for arg in ("--add-scram", value)]
         command = dist.java_command(kl.STORAGE_TOOL, args, [
             "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-            *kl.logging_options(version, str(home / kl.logging_file(version)))])
+            *kl.logging_options(version, str(home / kl.logging_file(version)))], class_data=True)
         argfile = home / "format.args"
         if scram:  # java expands @file before it reads the main class: the arguments never reach a command line
             main = command.index(kl.STORAGE_TOOL)
