@@ -135,11 +135,11 @@ class Canary:
         next_s = time.monotonic()
 
         def delivered(err: str | None, value: bytes | None) -> None:
-            now = time.monotonic()
             s = decode(self.run_id, value)
             if s is None:
                 return
-            with self._lock:
+            with self._lock:  # the time read under the lock: the ledger sees acks and reads in the order of their times
+                now = time.monotonic()
                 if err is not None:
                     self.ledger.on_send_error(s, err, now)
                 else:
@@ -174,11 +174,12 @@ class Canary:
                 records, errors = consumer.consume(500, timeout_s=0.2)
                 for error in errors:
                     self._note_error(f"consumer: {error}")
-                now = time.monotonic()
-                for value, partition in records:
-                    seq = decode(self.run_id, value)
-                    if seq is not None:
-                        with self._lock:
+                seqs = [(seq, partition) for seq, partition in ((decode(self.run_id, v), p) for v, p in records)
+                        if seq is not None]
+                if seqs:
+                    with self._lock:  # as for acks: the time read under the lock
+                        now = time.monotonic()
+                        for seq, partition in seqs:
                             self.ledger.on_consume(seq, partition, now)
         finally:
             self._consumer_ready.set()

@@ -32,7 +32,7 @@ from migrate.sandbox.probes import zookeeper
 from migrate.sandbox.testing import running_sandbox
 
 from cli_support import run, run_json
-from cluster_waits import wait_for
+from cluster_waits import settled, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -446,10 +446,17 @@ def test_kraft_cluster_without_zookeeper_inspect_plan_partitions_status(cluster,
     assert code == 0, err + out
     md = admin.list_topics(timeout=30)
     assert {p.id: list(p.replicas) for p in md.topics[MOVED].partitions.values()} == {0: [205], 1: [205]}
-    for b in BROKERS:  # kmigrate's throttles removed
-        conf = next(iter(admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))]).values())).result(timeout=30)
-        rate = conf.get("leader.replication.throttled.rate")  # absent once deleted
-        assert rate is None or rate.value in (None, ""), (b, rate)
+    def rates() -> dict[int, str | None]:  # absent once deleted
+        out = {}
+        for b in BROKERS:
+            conf = next(iter(admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))]).values())).result(timeout=30)
+            rate = conf.get("leader.replication.throttled.rate")
+            out[b] = rate.value or None if rate is not None else None
+        return out
+
+    # kmigrate's throttles removed: each broker answers for its own configs from the metadata it has applied,
+    # which may trail the controller's commit of the deletion by a moment (seen once: 20 MB/s still on 205)
+    assert settled(rates, {b: None for b in BROKERS}, timeout_s=15) == {b: None for b in BROKERS}
     c = Consumer({"bootstrap.servers": bs, "group.id": "kraft-moved-reader", "enable.auto.commit": False})
     assert sum(c.get_watermark_offsets(TopicPartition(MOVED, p), timeout=30)[1] for p in range(2)) == 400
     c.close()
