@@ -34,9 +34,11 @@ from cluster_waits import settled
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 
 REPO = Path(__file__).resolve().parents[2]
-SANDBOX = dict(zookeeper_ids=(1, 2, 3), spare_zookeeper_ids=(4, 5), broker_ids=(1, 2, 3), spare_broker_ids=(4, 5, 6))
-OLD, NEW = (1, 2, 3), (4, 5, 6)
-TOPICS = (("orders", 6, 3, {"min.insync.replicas": "2"}), ("events", 3, 2, {}), ("single", 1, 1, {}))
+# 2 brokers to 2 new ones (the runbook's steps are per broker: 2 make each of them run, at half the restarts of 3);
+# the ZooKeeper swap at its usual size, 3 voters replaced
+SANDBOX = dict(zookeeper_ids=(1, 2, 3), spare_zookeeper_ids=(4, 5), broker_ids=(1, 2), spare_broker_ids=(3, 4))
+OLD, NEW = (1, 2), (3, 4)
+TOPICS = (("orders", 6, 2, {"min.insync.replicas": "1"}), ("events", 3, 2, {}), ("single", 1, 1, {}))
 RECORDS_PER_TOPIC = 300
 
 
@@ -51,6 +53,7 @@ def command_words(line: str, cluster) -> list[str]:
     text = line.split("  #", 1)[0].strip()
     text = text.replace("broker1:9092", cluster.bootstrap_servers())
     text = text.replace("--add 4,5,6", "--add " + ",".join(str(i) for i in SANDBOX["spare_zookeeper_ids"]))
+    text = text.replace("--broker-list 1,2,3,4,5,6", "--broker-list " + ",".join(str(b) for b in OLD + NEW))
     text = text.replace("--duration 30m", "--duration 10s")
     text = text.replace("playbooks/", f"{REPO}/playbooks/")
     return shlex.split(text)
@@ -149,7 +152,7 @@ def walked(cluster, tmp_path_factory):
     for b in NEW:  # the new brokers do not exist before the runbook's step 6
         cluster.stop(f"kafka-{b}")
     bootstrap = cluster.bootstrap_servers(spare=False)
-    specs = [NewTopicSpec(name, [[OLD[(p + r) % 3] for r in range(rf)] for p in range(parts)], configs)
+    specs = [NewTopicSpec(name, [[OLD[(p + r) % len(OLD)] for r in range(rf)] for p in range(parts)], configs)
              for name, parts, rf, configs in TOPICS]
     create_topics_and_wait(admin_client(client_settings(bootstrap)), specs, timeout_s=120)
     records = ((name, f"{name}-{i}".encode(), os.urandom(200)) for name, *_ in TOPICS for i in range(RECORDS_PER_TOPIC))
