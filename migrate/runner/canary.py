@@ -174,8 +174,11 @@ class Canary:
                 records, errors = consumer.consume(500, timeout_s=0.2)
                 for error in errors:
                     self._note_error(f"consumer: {error}")
-                seqs = [(seq, partition) for seq, partition in ((decode(self.run_id, v), p) for v, p in records)
-                        if seq is not None]
+                seqs = []
+                for value, partition in records:
+                    seq = decode(self.run_id, value)
+                    if seq is not None:
+                        seqs.append((seq, partition))
                 if seqs:
                     with self._lock:  # as for acks: the time read under the lock
                         now = time.monotonic()

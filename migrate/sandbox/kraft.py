@@ -30,6 +30,7 @@ from migrate.core.kraft import config as kc
 from migrate.errors import BadInput, StepFailed
 from migrate.files import write_private
 from migrate.sandbox.kraft_layout import FIRST_CONTROLLER_ID  # noqa: F401  (one definition for both sandboxes)
+from migrate.sandbox.kraft_layout import STORAGE_TOOL
 from migrate.sandbox.layout import CONTROLLER_PORT, log4j_properties
 from migrate.sandbox.supervisor import NodeState
 from migrate.waiting import wait_until
@@ -127,7 +128,7 @@ class KraftSandbox:
         if (home / "metadata" / "meta.properties").exists():
             return
         args = kc.format_command(cluster_id, str(home / "server.properties"))[1:]
-        command = self.sandbox.dist.java_command("kafka.tools.StorageTool", args, [
+        command = self.sandbox.dist.java_command(STORAGE_TOOL, args, [
             "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", f"-Dlog4j.configuration=file:{home / 'log4j.properties'}"], class_data=True)
         proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:

@@ -451,7 +451,7 @@ def test_kraft_cluster_without_zookeeper_inspect_plan_partitions_status(cluster,
         for b in BROKERS:
             conf = next(iter(admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b))]).values())).result(timeout=30)
             rate = conf.get("leader.replication.throttled.rate")
-            out[b] = rate.value or None if rate is not None else None
+            out[b] = (rate.value or None) if rate is not None else None
         return out
 
     # kmigrate's throttles removed: each broker answers for its own configs from the metadata it has applied,

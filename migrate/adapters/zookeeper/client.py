@@ -220,18 +220,17 @@ class ZooKeeper:
                 zk._zk.exists("/")
         except (AuthFailedError, KazooTimeoutError, KazooException, OSError) as exc:
             zk.close()
-            if not (isinstance(exc, AuthFailedError) or zk.login_refused):
-                raise Unreachable(
-                    f"cannot reach ZooKeeper at {hosts} within {timeout_s:.0f} s ({type(exc).__name__}): "
-                    "check --zookeeper (host:port, comma separated) and that the servers are up"
-                    + ("; TLS (--zk-client-config) needs ZooKeeper's secureClientPort and a truststore holding its "
-                       "CA" if any(isinstance(a, ZkTls) for a in zk.auth)
-                       else "; a TLS secureClientPort needs --zk-client-config")
-                ) from None
-            who = "; ".join(f"SASL {a.mechanism} as {a.username}" if isinstance(a, ZkSasl) else f"{a[0]} as "
-                            f"{a[1].split(':', 1)[0]}" for a in zk.auth if not isinstance(a, ZkTls))
-            raise BadInput(f"ZooKeeper at {hosts} refused the login ({who}): check the username and password "
-                           "of --zk-jaas-file (section Client) or --zk-auth") from None
+            if isinstance(exc, AuthFailedError) or zk.login_refused:
+                who = "; ".join(f"SASL {a.mechanism} as {a.username}" if isinstance(a, ZkSasl) else f"{a[0]} as "
+                                f"{a[1].split(':', 1)[0]}" for a in zk.auth if not isinstance(a, ZkTls))
+                raise BadInput(f"ZooKeeper at {hosts} refused the login ({who}): check the username and password "
+                               "of --zk-jaas-file (section Client) or --zk-auth") from None
+            raise Unreachable(
+                f"cannot reach ZooKeeper at {hosts} within {timeout_s:.0f} s ({type(exc).__name__}): "
+                "check --zookeeper (host:port, comma separated) and that the servers are up"
+                + ("; TLS (--zk-client-config) needs ZooKeeper's secureClientPort and a truststore holding its CA"
+                   if any(isinstance(a, ZkTls) for a in zk.auth) else "; a TLS secureClientPort needs --zk-client-config")
+            ) from None
         return zk
 
     def close(self) -> None:
